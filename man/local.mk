@@ -1,0 +1,2 @@
+# Manual pages (mdoc), linted by tests/man.test.
+dist_man_MANS += man/libscratch.3

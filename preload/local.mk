@@ -1,0 +1,1 @@
+# preload/: rules for this part (owned by whoever builds preload/).

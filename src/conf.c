@@ -1,0 +1,352 @@
+/*
+ * conf.c - SCRATCH_CONF parsing ("key:value,..." as jemalloc's MALLOC_CONF)
+ * and the library's only diagnostics channel.
+ *
+ * Everything here is pure or writes with one write(2): it runs inside
+ * malloc, before stdio may be usable, so it never allocates.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+enum conf_type { CONF_BOOL, CONF_SIZE, CONF_COUNT };
+
+/* One row per key: the table is the documentation's source of truth. */
+struct conf_key {
+	const char *name;
+	enum conf_type type;
+	size_t offset;
+	uint64_t min, max; /* accepted range (sizes and counts) */
+	bool pow2;         /* value must be a power of two */
+};
+
+#define KIB (UINT64_C(1) << 10)
+#define MIB (UINT64_C(1) << 20)
+#define GIB (UINT64_C(1) << 30)
+#define TIB (UINT64_C(1) << 40)
+#define KEY(n, t, lo, hi, p) {#n, t, offsetof(struct scratch__conf, n), lo, hi, p}
+
+static const struct conf_key keys[] = {
+	KEY(enabled, CONF_BOOL, 0, 1, false),
+	KEY(min_size, CONF_SIZE, 16 * KIB, 64 * GIB, false),
+	KEY(max_size, CONF_SIZE, 16 * KIB, 64 * GIB, false),
+	KEY(cache_count, CONF_COUNT, 0, 1024, false),
+	KEY(cache_bytes, CONF_SIZE, 0, 16 * TIB, false),
+	KEY(depot_bytes, CONF_SIZE, 0, 16 * TIB, false),
+	KEY(reserve, CONF_SIZE, 1 * GIB, 16 * TIB, false),
+	KEY(thp, CONF_BOOL, 0, 1, false),
+	KEY(stats, CONF_BOOL, 0, 1, false),
+	KEY(trace, CONF_BOOL, 0, 1, false),
+	KEY(trace_frames, CONF_COUNT, 0, 16, false),
+	KEY(trace_ring, CONF_COUNT, 64, 1 << 20, true),
+	KEY(max_threads, CONF_COUNT, 1, 65535, false),
+	KEY(keep_segment, CONF_BOOL, 0, 1, false),
+	KEY(inherit, CONF_BOOL, 0, 1, false),
+};
+
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+
+void scratch__conf_defaults(struct scratch__conf *conf)
+{
+	*conf = (struct scratch__conf){
+		.enabled = true,
+		.min_size = 64 * KIB,
+		.max_size = 1 * GIB,
+		.cache_count = 8,
+		.cache_bytes = 512 * MIB,
+		.depot_bytes = 1 * GIB,
+		.reserve = 64 * GIB,
+		.thp = true,
+		.stats = true,
+		.trace = true,
+		.trace_frames = 8,
+		.trace_ring = 4096,
+		.max_threads = 1024,
+		.keep_segment = false,
+		.inherit = true,
+	};
+}
+
+/* ---------------------------------------------------------------------- */
+/* Formatting and diagnostics                                              */
+/* ---------------------------------------------------------------------- */
+
+void scratch__fmt_str(char *buf, size_t len, size_t *pos, const char *s)
+{
+	if (len == 0)
+		return;
+	while (*s != '\0' && *pos + 1 < len)
+		buf[(*pos)++] = *s++;
+	buf[*pos] = '\0';
+}
+
+void scratch__fmt_u64(char *buf, size_t len, size_t *pos, uint64_t v)
+{
+	char tmp[21];
+	size_t n = sizeof(tmp) - 1;
+
+	tmp[n] = '\0';
+	do {
+		tmp[--n] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	scratch__fmt_str(buf, len, pos, tmp + n);
+}
+
+/* Append at most n bytes of s, replacing control characters, so a hostile
+ * environment value cannot forge terminal output. */
+static void fmt_quoted(char *buf, size_t len, size_t *pos, const char *s, size_t n)
+{
+	char one[2] = {0, 0};
+
+	scratch__fmt_str(buf, len, pos, "'");
+	for (size_t i = 0; i < n && i < 64; i++) {
+		one[0] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
+		scratch__fmt_str(buf, len, pos, one);
+	}
+	if (n > 64)
+		scratch__fmt_str(buf, len, pos, "...");
+	scratch__fmt_str(buf, len, pos, "'");
+}
+
+void scratch__warn(const char *msg)
+{
+	char line[512];
+	size_t pos = 0;
+	int saved = errno;
+
+	scratch__fmt_str(line, sizeof(line), &pos, "scratch: ");
+	scratch__fmt_str(line, sizeof(line) - 1, &pos, msg);
+	line[pos++] = '\n';
+	/* One write, so lines of different threads do not interleave. */
+	if (write(STDERR_FILENO, line, pos) < 0) {
+		/* nothing sensible is left to do */
+	}
+	errno = saved;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Values                                                                  */
+/* ---------------------------------------------------------------------- */
+
+bool scratch__parse_size(const char *s, size_t len, uint64_t *ret)
+{
+	uint64_t v = 0, mul = 1;
+	size_t i = 0;
+
+	if (len == 0)
+		return false;
+	for (; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
+		if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, s[i] - '0', &v))
+			return false;
+	}
+	if (i == 0)
+		return false;
+	if (i < len) {
+		switch (s[i] | 0x20) {
+		case 'k': mul = KIB; break;
+		case 'm': mul = MIB; break;
+		case 'g': mul = GIB; break;
+		case 't': mul = TIB; break;
+		case 'b': mul = 1; i--; break; /* plain "B" */
+		default: return false;
+		}
+		i++;
+		/* accept K, KB, KiB (all powers of 1024) */
+		if (i < len && (s[i] == 'i' || s[i] == 'I') && mul > 1)
+			i++;
+		if (i < len && (s[i] == 'b' || s[i] == 'B'))
+			i++;
+		if (i != len)
+			return false;
+	}
+	if (__builtin_mul_overflow(v, mul, &v))
+		return false;
+	*ret = v;
+	return true;
+}
+
+static bool parse_bool(const char *s, size_t len, uint64_t *ret)
+{
+	static const char *const yes[] = {"true", "1", "yes", "on"};
+	static const char *const no[] = {"false", "0", "no", "off"};
+
+	for (size_t i = 0; i < 4; i++) {
+		if (strlen(yes[i]) == len && strncmp(s, yes[i], len) == 0) {
+			*ret = 1;
+			return true;
+		}
+		if (strlen(no[i]) == len && strncmp(s, no[i], len) == 0) {
+			*ret = 0;
+			return true;
+		}
+	}
+	return false;
+}
+
+static uint64_t get_field(const struct scratch__conf *conf, const struct conf_key *k)
+{
+	const char *base = (const char *)conf + k->offset;
+	bool b;
+	uint64_t v;
+
+	if (k->type == CONF_BOOL) {
+		memcpy(&b, base, sizeof(b));
+		return b;
+	}
+	memcpy(&v, base, sizeof(v));
+	return v;
+}
+
+static void set_field(struct scratch__conf *conf, const struct conf_key *k, uint64_t v)
+{
+	char *base = (char *)conf + k->offset;
+	bool b = v != 0;
+
+	if (k->type == CONF_BOOL)
+		memcpy(base, &b, sizeof(b));
+	else
+		memcpy(base, &v, sizeof(v));
+}
+
+static const struct conf_key *find_key(const char *name, size_t len)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (strlen(keys[i].name) == len && strncmp(keys[i].name, name, len) == 0)
+			return &keys[i];
+	return NULL;
+}
+
+static void warn_line(scratch__conf_warn_fn warn, void *ctx, const char *a, const char *q,
+		      size_t qlen, const char *b, const uint64_t *num)
+{
+	char line[256];
+	size_t pos = 0;
+
+	scratch__fmt_str(line, sizeof(line), &pos, a);
+	if (q != NULL)
+		fmt_quoted(line, sizeof(line), &pos, q, qlen);
+	scratch__fmt_str(line, sizeof(line), &pos, b);
+	if (num != NULL)
+		scratch__fmt_u64(line, sizeof(line), &pos, *num);
+	if (warn != NULL)
+		warn(ctx, line);
+}
+
+/* Parse one "key:value" entry; returns the number of problems (0 or 1). */
+static int parse_entry(const char *e, size_t len, struct scratch__conf *conf,
+		       scratch__conf_warn_fn warn, void *ctx)
+{
+	const char *colon = memchr(e, ':', len);
+	const struct conf_key *k;
+	uint64_t v, old;
+	bool ok;
+	char pre[96];
+	size_t pos = 0;
+
+	if (colon == NULL) {
+		warn_line(warn, ctx, "malformed SCRATCH_CONF entry ", e, len,
+			  " (expected key:value), ignored", NULL);
+		return 1;
+	}
+	k = find_key(e, (size_t)(colon - e));
+	if (k == NULL) {
+		warn_line(warn, ctx, "unknown SCRATCH_CONF key ", e, (size_t)(colon - e), ", ignored",
+			  NULL);
+		return 1;
+	}
+	colon++;
+	len -= (size_t)(colon - e);
+	ok = k->type == CONF_BOOL ? parse_bool(colon, len, &v) : scratch__parse_size(colon, len, &v);
+	if (ok && k->type == CONF_COUNT) {
+		/* counts take no unit suffix */
+		for (size_t i = 0; i < len; i++)
+			ok = ok && colon[i] >= '0' && colon[i] <= '9';
+	}
+	if (ok && k->type != CONF_BOOL && (v < k->min || v > k->max))
+		ok = false;
+	if (ok && k->pow2 && (v & (v - 1)) != 0)
+		ok = false;
+	if (!ok) {
+		old = get_field(conf, k);
+		scratch__fmt_str(pre, sizeof(pre), &pos, "invalid value for ");
+		scratch__fmt_str(pre, sizeof(pre), &pos, k->name);
+		scratch__fmt_str(pre, sizeof(pre), &pos, ": ");
+		warn_line(warn, ctx, pre, colon, len, ", using ", &old);
+		return 1;
+	}
+	set_field(conf, k, v);
+	return 0;
+}
+
+int scratch__conf_parse(const char *s, struct scratch__conf *conf, scratch__conf_warn_fn warn,
+			void *ctx)
+{
+	struct scratch__conf def;
+	int problems = 0;
+
+	if (s == NULL)
+		return 0;
+	while (*s != '\0') {
+		const char *end = strchr(s, ',');
+		size_t len = end != NULL ? (size_t)(end - s) : strlen(s);
+
+		if (len > 0)
+			problems += parse_entry(s, len, conf, warn, ctx);
+		s += len;
+		if (*s == ',')
+			s++;
+	}
+	/* Cross-key rules: a range that is empty or does not fit the reserve
+	 * falls back to the defaults for both ends. */
+	if (conf->min_size > conf->max_size || conf->max_size > conf->reserve / 4) {
+		scratch__conf_defaults(&def);
+		warn_line(warn, ctx, "min_size must not exceed max_size, and max_size not reserve/4",
+			  NULL, 0, "; using the default range", NULL);
+		conf->min_size = def.min_size;
+		conf->max_size = def.max_size;
+		if (conf->max_size > conf->reserve / 4)
+			conf->reserve = def.reserve;
+		problems++;
+	}
+	return problems;
+}
+
+int scratch__conf_lookup(const struct scratch__conf *conf, const char *key, uint64_t *ret_value)
+{
+	const struct conf_key *k;
+
+	if (key == NULL || ret_value == NULL)
+		return -EINVAL;
+	k = find_key(key, strlen(key));
+	if (k == NULL)
+		return -ENOENT;
+	*ret_value = get_field(conf, k);
+	return 0;
+}
+
+size_t scratch__conf_format(const struct scratch__conf *conf, char *buf, size_t len)
+{
+	size_t pos = 0;
+
+	if (len == 0)
+		return 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < NKEYS; i++) {
+		uint64_t v = get_field(conf, &keys[i]);
+
+		if (i > 0)
+			scratch__fmt_str(buf, len, &pos, ",");
+		scratch__fmt_str(buf, len, &pos, keys[i].name);
+		scratch__fmt_str(buf, len, &pos, ":");
+		if (keys[i].type == CONF_BOOL)
+			scratch__fmt_str(buf, len, &pos, v ? "true" : "false");
+		else
+			scratch__fmt_u64(buf, len, &pos, v);
+	}
+	return pos;
+}

@@ -1,0 +1,264 @@
+/*
+ * internal.h - names shared between libscratch's own files (scratch__*).
+ *
+ * Nothing here is installed. It holds the parsed configuration, the OS
+ * layer (os.c is the only file that calls mmap, madvise, futex and getcpu),
+ * the per-thread counter block the pools write, and the hooks through which
+ * the pools publish into the stats segment (segment.c, trace.c).
+ */
+#ifndef SCRATCH_INTERNAL_H
+#define SCRATCH_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "scratch.h"
+
+#define SCRATCH_HIDDEN __attribute__((visibility("hidden")))
+#define SCRATCH_COLD   __attribute__((cold, noinline))
+#define likely(x)      __builtin_expect(!!(x), 1)
+#define unlikely(x)    __builtin_expect(!!(x), 0)
+
+#define SCRATCH_CACHELINE 64
+
+/* ---------------------------------------------------------------------- */
+/* Configuration (conf.c)                                                 */
+/* ---------------------------------------------------------------------- */
+
+struct scratch__conf {
+	bool enabled;          /* false: pools refuse everything (shim passes through) */
+	uint64_t min_size;     /* smallest pooled request, bytes (>= 16 KiB) */
+	uint64_t max_size;     /* largest pooled request, bytes */
+	uint64_t cache_count;  /* blocks per size class in one thread's cache */
+	uint64_t cache_bytes;  /* idle bytes in one thread's cache */
+	uint64_t depot_bytes;  /* idle bytes in the process-wide depot */
+	uint64_t reserve;      /* address space reserved for pool blocks */
+	bool thp;              /* madvise(MADV_HUGEPAGE) on blocks >= 2 MiB */
+	bool stats;            /* publish counters in the stats segment */
+	bool trace;            /* record growths in the segment's trace ring */
+	uint64_t trace_frames; /* call-site frames per growth record (0..16) */
+	uint64_t trace_ring;   /* growth records the ring holds (power of two) */
+	uint64_t max_threads;  /* thread slots (threads beyond share a slow path) */
+	bool keep_segment;     /* keep the segment file after exit */
+	bool inherit;          /* children keep LD_PRELOAD of the shim */
+};
+
+/* The defaults, as documented in libscratch(3). */
+SCRATCH_HIDDEN void scratch__conf_defaults(struct scratch__conf *conf);
+
+/* Called once per problem found by scratch__conf_parse, with one line of
+ * text (no newline). */
+typedef void (*scratch__conf_warn_fn)(void *ctx, const char *line);
+
+/*
+ * Parse a SCRATCH_CONF string into conf (which holds the defaults or
+ * earlier values). Pure: no I/O, no allocation. Unknown keys and bad values
+ * call warn once each and leave the field unchanged. Returns the number of
+ * problems found.
+ */
+SCRATCH_HIDDEN int scratch__conf_parse(const char *s, struct scratch__conf *conf,
+				       scratch__conf_warn_fn warn, void *ctx);
+
+/* Parse a size with an optional K, M, G or T suffix (powers of 1024). */
+SCRATCH_HIDDEN bool scratch__parse_size(const char *s, size_t len, uint64_t *ret);
+
+/* Look a key up in a parsed configuration (booleans as 0/1). */
+SCRATCH_HIDDEN int scratch__conf_lookup(const struct scratch__conf *conf, const char *key,
+					uint64_t *ret_value);
+
+/* Render conf as "key:value,..." into buf (always NUL-terminated). */
+SCRATCH_HIDDEN size_t scratch__conf_format(const struct scratch__conf *conf, char *buf,
+					   size_t len);
+
+/* The configuration in force (valid after scratch__init()). */
+SCRATCH_HIDDEN const struct scratch__conf *scratch__conf(void);
+
+/* ---------------------------------------------------------------------- */
+/* Diagnostics without malloc or stdio (conf.c)                           */
+/* ---------------------------------------------------------------------- */
+
+/* Write "scratch: <msg>\n" to stderr with one write(2); never allocates. */
+SCRATCH_HIDDEN void scratch__warn(const char *msg);
+
+/* Tiny formatter: appends to buf at *pos, never past len-1, NUL-terminates. */
+SCRATCH_HIDDEN void scratch__fmt_str(char *buf, size_t len, size_t *pos, const char *s);
+SCRATCH_HIDDEN void scratch__fmt_u64(char *buf, size_t len, size_t *pos, uint64_t v);
+
+/* ---------------------------------------------------------------------- */
+/* OS layer (os.c)                                                        */
+/* ---------------------------------------------------------------------- */
+
+/* Reserve size bytes of read-write address space aligned on align (a power
+ * of two), without committing swap (MAP_NORESERVE). NULL on failure. */
+SCRATCH_HIDDEN void *scratch__os_reserve(size_t size, size_t align);
+/* Anonymous read-write memory for metadata; NULL on failure. */
+SCRATCH_HIDDEN void *scratch__os_map(size_t size);
+SCRATCH_HIDDEN void scratch__os_unmap(void *p, size_t size);
+/* Map size bytes of fd shared; read-only when !writable; at addr when addr
+ * is not NULL (MAP_FIXED: replaces what is there). NULL on failure. */
+SCRATCH_HIDDEN void *scratch__os_map_file(int fd, size_t size, bool writable, void *addr);
+/* Give the pages back; the range stays mapped and reads as zero. */
+SCRATCH_HIDDEN void scratch__os_decommit(void *p, size_t size);
+/* Ask for transparent huge pages on the range (best effort). */
+SCRATCH_HIDDEN void scratch__os_hugepage(void *p, size_t size);
+/* futex on a 32-bit word; wait returns 0 or -errno (EAGAIN, EINTR, ETIMEDOUT). */
+SCRATCH_HIDDEN int scratch__os_futex_wait(uint32_t *addr, uint32_t expected, long timeout_ns);
+SCRATCH_HIDDEN void scratch__os_futex_wake(uint32_t *addr, int count);
+/* CPU and NUMA node the thread runs on now (getcpu); -1 when unknown. */
+SCRATCH_HIDDEN void scratch__os_getcpu(int *ret_cpu, int *ret_node);
+SCRATCH_HIDDEN pid_t scratch__os_gettid(void);
+SCRATCH_HIDDEN unsigned scratch__os_ncpu(void);
+/* CLOCK_MONOTONIC and CLOCK_REALTIME in nanoseconds. */
+SCRATCH_HIDDEN uint64_t scratch__os_now_ns(void);
+SCRATCH_HIDDEN uint64_t scratch__os_realtime_ns(void);
+
+/* ---------------------------------------------------------------------- */
+/* Library state (pool.c)                                                 */
+/* ---------------------------------------------------------------------- */
+
+/* Initialise once, from any thread, on first use (also from malloc).
+ * Returns true when the pools are usable. */
+SCRATCH_HIDDEN bool scratch__init(void);
+
+/* ---------------------------------------------------------------------- */
+/* Per-thread counters                                                    */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * One thread's pool counters. When stats are on they live in the thread's
+ * slot of the stats segment, so publishing costs the fast path nothing.
+ *
+ * The owner thread writes the first group with relaxed stores, inside a
+ * sequence count (odd while writing). Other threads add to the second group
+ * with atomic adds (remote frees), outside the sequence count. Readers use
+ * scratch__counters_read().
+ *
+ *   leased (reported) = leased - remote_in_bytes
+ *   allocs = hits + depot_hits + misses
+ *   leased (reported) <= retained
+ */
+struct scratch__counters {
+	uint64_t seq;
+	uint64_t allocs;
+	uint64_t hits;
+	uint64_t depot_hits;
+	uint64_t misses;
+	uint64_t frees;
+	uint64_t remote_out;
+	uint64_t passthrough;
+	uint64_t retained;
+	uint64_t leased; /* gross: acquires minus own releases */
+	uint64_t peak_leased;
+	uint64_t growth_bytes; /* bytes of fresh blocks this thread grew */
+	uint64_t pad0[4];
+	/* written by other threads (atomic add), on their own cache line */
+	uint64_t remote_in __attribute__((aligned(SCRATCH_CACHELINE)));
+	uint64_t remote_in_bytes;
+	uint64_t pad1[6];
+};
+
+/* Process-wide counters (held by pool.c under its lock; in the segment when
+ * stats are on). Same sequence-count protocol, one writer at a time. */
+struct scratch__proc_counters {
+	uint64_t seq;
+	struct scratch__counters exited; /* folded counters of reclaimed threads */
+	uint64_t exited_threads;         /* threads folded into exited */
+	uint64_t threads_seen;           /* threads that ever used the pools */
+	uint64_t depot_bytes;            /* idle bytes in the depot */
+	uint64_t depot_blocks;
+	uint64_t orphan_leased;  /* lent to threads without a cache slot */
+	uint64_t orphan_retained;
+	uint64_t trimmed;        /* bytes returned to the OS */
+	uint64_t region_bytes;   /* address space reserved */
+	uint64_t region_used;    /* address space carved into blocks */
+};
+
+/* Consistent snapshot of c (retries while the writer is inside). */
+SCRATCH_HIDDEN void scratch__counters_read(const struct scratch__counters *c,
+					   struct scratch__counters *ret);
+
+/* ---------------------------------------------------------------------- */
+/* Stats segment hooks (segment.c)                                        */
+/* ---------------------------------------------------------------------- */
+
+/* Open this process's segment per conf (stats:true). Called once by
+ * scratch__init() under the init lock. Failure leaves stats off; it never
+ * prints except through scratch__warn for a refused run directory. */
+SCRATCH_HIDDEN int scratch__segment_open(const struct scratch__conf *conf);
+/* The counter block for thread slot index, or NULL when there is no
+ * segment or index is beyond the table. Marks the slot live with tid. */
+SCRATCH_HIDDEN struct scratch__counters *scratch__segment_thread_attach(uint32_t index,
+									 pid_t tid);
+/* Mark the slot's thread exited (its counters stay until reattached). */
+SCRATCH_HIDDEN void scratch__segment_thread_exit(uint32_t index);
+/* The process-wide counters in the segment, or NULL. */
+SCRATCH_HIDDEN struct scratch__proc_counters *scratch__segment_proc(void);
+/* After fork, in the child: move to a segment file of its own. */
+SCRATCH_HIDDEN void scratch__segment_atfork_child(void);
+
+/* ---------------------------------------------------------------------- */
+/* Growth traces (trace.c)                                                */
+/* ---------------------------------------------------------------------- */
+
+/* Record a growth of bytes in size class cls by the calling thread (tid),
+ * for owner (0: the plain pool). Captures call-site frames. No lock, no
+ * malloc; a recursive call (from inside the unwinder) records nothing. */
+SCRATCH_HIDDEN void scratch__trace_growth(pid_t tid, uint64_t bytes, uint32_t cls,
+					  uint32_t owner);
+
+/* The owner the calling thread is acquiring for (0: none); set by
+ * workspaces and arenas around their pool calls so growths name them. */
+SCRATCH_HIDDEN extern __thread uint32_t scratch__current_owner
+	__attribute__((tls_model("initial-exec")));
+
+/* ---------------------------------------------------------------------- */
+/* Owner table (segment.c): workspaces, arenas, worker pools              */
+/* ---------------------------------------------------------------------- */
+
+enum scratch__owner_kind {
+	SCRATCH__OWNER_ARENA = 1,
+	SCRATCH__OWNER_WORKSPACE = 2,
+	SCRATCH__OWNER_WORKERS = 3,
+};
+
+/* Counters of one owner; written by the owner's code (single writer per
+ * field group, relaxed stores inside seq). */
+struct scratch__owner_counters {
+	uint64_t seq;
+	uint64_t retained;
+	uint64_t leased;
+	uint64_t panel_bytes;
+	uint64_t growths;
+	uint64_t dispatches;
+	uint64_t parks;
+	uint64_t wakes;
+	uint64_t workers;
+};
+
+/* Register an owner; returns its id (>= 1), or 0 when the table is full or
+ * there is no segment (the owner then keeps its counters to itself). */
+SCRATCH_HIDDEN uint32_t scratch__owner_register(enum scratch__owner_kind kind, const char *name);
+/* The owner's counter block, or NULL for id 0. */
+SCRATCH_HIDDEN struct scratch__owner_counters *scratch__owner_counters(uint32_t id);
+SCRATCH_HIDDEN void scratch__owner_unregister(uint32_t id);
+
+/* Relaxed single-writer counter updates, and the sequence bracket. */
+#define SCRATCH__LOAD(p)     __atomic_load_n((p), __ATOMIC_RELAXED)
+#define SCRATCH__STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define SCRATCH__ADD(p, v)   SCRATCH__STORE((p), *(p) + (v))
+#define SCRATCH__SUB(p, v)   SCRATCH__STORE((p), *(p) - (v))
+
+static inline void scratch__seq_begin(uint64_t *seq)
+{
+	SCRATCH__STORE(seq, *seq + 1);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static inline void scratch__seq_end(uint64_t *seq)
+{
+	__atomic_store_n(seq, *seq + 1, __ATOMIC_RELEASE);
+}
+
+#endif /* SCRATCH_INTERNAL_H */

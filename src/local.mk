@@ -1,0 +1,19 @@
+# libscratch: the core library (src/).
+lib_LTLIBRARIES += libscratch.la
+include_HEADERS += src/scratch.h
+
+libscratch_la_SOURCES = \
+	src/scratch.h src/internal.h \
+	src/os.c src/conf.c src/pool.c \
+	src/segment.h src/segment.c src/trace.c
+libscratch_la_CFLAGS = $(AM_CFLAGS) $(VISIBILITY_CFLAGS) $(UNWIND_CFLAGS) -ftls-model=initial-exec
+libscratch_la_LIBADD = $(UNWIND_LIBS) $(PTHREAD_LIBS)
+libscratch_la_LDFLAGS = -version-info $(SCRATCH_LT_VERSION) -no-undefined \
+	-Wl,--version-script=$(srcdir)/src/libscratch.map -Wl,-z,nodelete
+EXTRA_libscratch_la_DEPENDENCIES = $(srcdir)/src/libscratch.map
+EXTRA_DIST += src/libscratch.map
+
+# The configuration parser alone, for its unit tests (pure functions).
+noinst_LTLIBRARIES += libscratch_conf.la
+libscratch_conf_la_SOURCES = src/conf.c src/internal.h src/scratch.h
+libscratch_conf_la_CFLAGS = $(AM_CFLAGS)

@@ -1,0 +1,154 @@
+/*
+ * os.c - the one place that talks to the kernel about memory, futexes and
+ * CPUs (musl's glue.h idea). Everything else in libscratch is portable C
+ * over these functions. Nothing here allocates.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+void *scratch__os_reserve(size_t size, size_t align)
+{
+	size_t span = size + align;
+	char *p, *start;
+
+	/* Over-map by one alignment unit, then cut both ends off. Untouched
+	 * pages of a MAP_NORESERVE mapping cost neither memory nor swap. */
+	p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		 -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	start = (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
+	if (start > p)
+		munmap(p, (size_t)(start - p));
+	if (start + size < p + span)
+		munmap(start + size, (size_t)(p + span - (start + size)));
+	return start;
+}
+
+void *scratch__os_map(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void scratch__os_unmap(void *p, size_t size)
+{
+	int saved = errno;
+
+	if (p != NULL)
+		munmap(p, size);
+	errno = saved;
+}
+
+void *scratch__os_map_file(int fd, size_t size, bool writable, void *addr)
+{
+	int prot = PROT_READ | (writable ? PROT_WRITE : 0);
+	int flags = MAP_SHARED | (addr != NULL ? MAP_FIXED : 0);
+	void *p = mmap(addr, size, prot, flags, fd, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void scratch__os_decommit(void *p, size_t size)
+{
+	int saved = errno;
+
+	/* MADV_DONTNEED on private anonymous memory: the pages go back now and
+	 * the range reads as zero afterwards, which calloc relies on. */
+	madvise(p, size, MADV_DONTNEED);
+	errno = saved;
+}
+
+void scratch__os_hugepage(void *p, size_t size)
+{
+	int saved = errno;
+
+	madvise(p, size, MADV_HUGEPAGE);
+	errno = saved;
+}
+
+int scratch__os_futex_wait(uint32_t *addr, uint32_t expected, long timeout_ns)
+{
+	struct timespec ts, *tsp = NULL;
+	int saved = errno, rc = 0;
+
+	if (timeout_ns >= 0) {
+		ts.tv_sec = timeout_ns / 1000000000L;
+		ts.tv_nsec = timeout_ns % 1000000000L;
+		tsp = &ts;
+	}
+	if (syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, expected, tsp, NULL, 0) != 0)
+		rc = -errno;
+	errno = saved;
+	return rc;
+}
+
+void scratch__os_futex_wake(uint32_t *addr, int count)
+{
+	int saved = errno;
+
+	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
+	errno = saved;
+}
+
+void scratch__os_getcpu(int *ret_cpu, int *ret_node)
+{
+	unsigned cpu, node;
+	int saved = errno;
+
+	/* glibc's getcpu goes through the vDSO: no real system call on x86-64. */
+	if (getcpu(&cpu, &node) == 0) {
+		*ret_cpu = (int)cpu;
+		*ret_node = (int)node;
+	} else {
+		*ret_cpu = -1;
+		*ret_node = -1;
+	}
+	errno = saved;
+}
+
+pid_t scratch__os_gettid(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+unsigned scratch__os_ncpu(void)
+{
+	cpu_set_t set;
+	int n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+		n = CPU_COUNT(&set);
+		if (n > 0)
+			return (unsigned)n;
+	}
+	n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (unsigned)n : 1;
+}
+
+uint64_t scratch__os_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t scratch__os_realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}

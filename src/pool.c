@@ -1,0 +1,1111 @@
+/*
+ * pool.c - thread-local scratch pools.
+ *
+ * All pool blocks are carved from one reserved region of address space, so
+ * "is this pointer ours" is a range check plus one read of our own start
+ * table: O(1), and foreign memory is never read. Blocks carry no header;
+ * their metadata lives in a descriptor array indexed by block id.
+ *
+ *   region = [small part: blocks < 2 MiB, page aligned]
+ *            [large part: blocks >= 2 MiB, 2 MiB aligned, MADV_HUGEPAGE]
+ *
+ * Size classes: four per power of two, so a class is at most 25% above the
+ * smallest request it serves; untouched tail pages are never faulted.
+ *
+ * A block is in exactly one place at a time:
+ *   LEASED  - lent to the program;
+ *   CACHED  - in its owner thread's LIFO bin (private, no lock);
+ *   REMOTE  - on its owner's lock-free remote-free list (freed elsewhere);
+ *   DEPOT   - in the process-wide depot (under the pool lock), no owner;
+ *   EMPTY   - pages returned to the OS, address kept for reuse by its class.
+ *
+ * Accounting (struct scratch__counters, per thread; proc counters for the
+ * rest), exact whenever no call is in flight:
+ *   thread.retained = capacities of blocks it owns (CACHED + REMOTE + LEASED)
+ *   thread.leased   = leased - remote_in_bytes  (remote frees are credited
+ *                     by the freeing thread with one atomic add)
+ *   total.retained  = sum(thread.retained) + depot_bytes + orphan_retained
+ *   total.leased    = sum(thread.leased) + orphan_leased
+ * Orphans are blocks lent to threads without a cache (exited, or beyond
+ * max_threads); exited threads' counters are folded into proc->exited.
+ *
+ * Locking: the fast paths (a cache hit, a release into the owner's cache)
+ * take no lock and make no system call. The pool lock guards the depot,
+ * the empty lists, carving, thread slots and proc counters.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define PAGE_SHIFT 12
+#define PAGE_SIZE  (UINT64_C(1) << PAGE_SHIFT)
+#define HUGE_SIZE  (UINT64_C(2) << 20)
+#define NBINS      96
+
+enum blk_state { BLK_NONE, BLK_LEASED, BLK_CACHED, BLK_REMOTE, BLK_DEPOT, BLK_EMPTY };
+enum tc_state { TC_FREE, TC_LIVE, TC_ZOMBIE, TC_FORKED };
+enum g_state { ST_NONE, ST_READY, ST_OFF };
+
+/* Block descriptor: 16 bytes, never inside the user's pages. */
+struct blk {
+	uint32_t next;  /* link in a bin, the depot, an empty or a remote list */
+	uint32_t pgoff; /* page offset of the block in the region */
+	uint16_t owner; /* thread slot + 1 of the owning cache; 0: none */
+	uint8_t cls;
+	uint8_t state;
+	uint8_t fresh; /* pages read as zero (never written since carve/decommit) */
+	uint8_t pad[3];
+};
+
+struct bin {
+	uint32_t head;
+	uint32_t count;
+};
+
+/* One thread's cache. Bins and cached_bytes are private to the thread;
+ * remote_head is pushed by others (CAS) and taken whole by the owner. */
+struct tcache {
+	struct bin bins[NBINS];
+	uint64_t cached_bytes;
+	struct scratch__counters *c; /* in the segment, or &own */
+	uint32_t index;
+	uint32_t trim_seen;
+	pid_t tid;
+	uint8_t state;
+	uint32_t remote_head __attribute__((aligned(SCRATCH_CACHELINE)));
+	struct scratch__counters own;
+};
+
+/* Thread pointer values below this are sentinels, not caches. */
+#define TC_NONE ((struct tcache *)0) /* not attached yet */
+#define TC_DEAD ((struct tcache *)1) /* exited, or no slot: use the orphan path */
+#define is_tc(tc) ((uintptr_t)(tc) > 1)
+
+static struct {
+	int state;
+	struct scratch__conf conf;
+	/* read on the fast paths */
+	uintptr_t base;
+	uint64_t size;
+	uint64_t min, span; /* requests in [min, min + span] are pooled */
+	uint64_t cache_count, cache_bytes;
+	unsigned cls_base;
+	uint32_t trim_epoch;
+	struct blk *blk;
+	uint32_t *starttab;
+	uint64_t cls_size[NBINS];
+	/* under lock */
+	pthread_mutex_t lock;
+	unsigned nbins;
+	uintptr_t small_cur, small_end, large_cur, large_end;
+	uint32_t nblk, maxblk;
+	uint32_t depot_head[NBINS];
+	uint32_t empty_head[NBINS];
+	struct tcache *tcs;
+	uint32_t ntcs, tcs_used; /* capacity, high-water mark */
+	int zombies;             /* slots in TC_ZOMBIE state */
+	int zombie_dirty;        /* a remote free went to a zombie */
+	struct scratch__proc_counters *proc;
+	struct scratch__proc_counters proc_own;
+	pthread_key_t key;
+	bool key_ok;
+} g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread struct tcache *tls_tc __attribute__((tls_model("initial-exec")));
+static __thread int tls_in_init __attribute__((tls_model("initial-exec")));
+static __thread int tls_exit_rounds __attribute__((tls_model("initial-exec")));
+
+/* ---------------------------------------------------------------------- */
+/* Size classes                                                            */
+/* ---------------------------------------------------------------------- */
+
+/* Global class index of a request: 4 classes per power of two. size must
+ * be >= 16 KiB (conf guarantees min_size >= 16 KiB). */
+static inline unsigned class_index(uint64_t size)
+{
+	uint64_t x = size - 1;
+	unsigned msb = 63u - (unsigned)__builtin_clzll(x);
+
+	return (msb << 2) + (unsigned)((x >> (msb - 2)) & 3);
+}
+
+static inline uint64_t class_capacity(unsigned gidx)
+{
+	unsigned msb = gidx >> 2, sub = gidx & 3;
+
+	return (uint64_t)(5 + sub) << (msb - 2);
+}
+
+static inline uintptr_t blk_addr(const struct blk *d)
+{
+	return g.base + ((uintptr_t)d->pgoff << PAGE_SHIFT);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Counter updates (single writer)                                         */
+/* ---------------------------------------------------------------------- */
+
+static inline void count_lease(struct scratch__counters *c, uint64_t cap, uint64_t *which)
+{
+	uint64_t l;
+
+	scratch__seq_begin(&c->seq);
+	SCRATCH__ADD(&c->allocs, 1);
+	SCRATCH__ADD(which, 1);
+	l = c->leased + cap;
+	SCRATCH__STORE(&c->leased, l);
+	l -= __atomic_load_n(&c->remote_in_bytes, __ATOMIC_RELAXED);
+	if (l > c->peak_leased)
+		SCRATCH__STORE(&c->peak_leased, l);
+	scratch__seq_end(&c->seq);
+}
+
+static inline void count_release(struct scratch__counters *c, uint64_t cap)
+{
+	scratch__seq_begin(&c->seq);
+	SCRATCH__ADD(&c->frees, 1);
+	SCRATCH__SUB(&c->leased, cap);
+	scratch__seq_end(&c->seq);
+}
+
+static void count_retained(struct scratch__counters *c, int64_t delta)
+{
+	scratch__seq_begin(&c->seq);
+	SCRATCH__STORE(&c->retained, c->retained + (uint64_t)delta);
+	scratch__seq_end(&c->seq);
+}
+
+void scratch__counters_read(const struct scratch__counters *c, struct scratch__counters *ret)
+{
+	uint64_t s1, s2;
+	const uint64_t *src = (const uint64_t *)c;
+	uint64_t *dst = (uint64_t *)ret;
+	size_t n = sizeof(*c) / sizeof(uint64_t);
+
+	for (int tries = 0;; tries++) {
+		s1 = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
+		for (size_t i = 0; i < n; i++)
+			dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		s2 = __atomic_load_n(&c->seq, __ATOMIC_RELAXED);
+		/* A writer that died mid-update (a thread lost to fork) leaves
+		 * seq odd forever: after enough tries, take what is there. */
+		if ((s1 == s2 && (s1 & 1) == 0) || tries > 1000)
+			return;
+	}
+}
+
+static void proc_begin(void)
+{
+	scratch__seq_begin(&g.proc->seq);
+}
+
+static void proc_end(void)
+{
+	scratch__seq_end(&g.proc->seq);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Initialisation                                                          */
+/* ---------------------------------------------------------------------- */
+
+static void conf_warn(void *ctx, const char *line)
+{
+	(void)ctx;
+	scratch__warn(line);
+}
+
+static void tc_destructor(void *arg);
+
+/* Reserve the region, halving the request until the kernel agrees. */
+static bool reserve_region(uint64_t want)
+{
+	void *p = NULL;
+
+	for (uint64_t sz = want; sz >= (UINT64_C(1) << 30); sz /= 2) {
+		p = scratch__os_reserve(sz, HUGE_SIZE);
+		if (p != NULL) {
+			g.base = (uintptr_t)p;
+			g.size = sz;
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool setup(void)
+{
+	uint64_t small_part, pages;
+	unsigned top;
+
+	scratch__conf_defaults(&g.conf);
+	scratch__conf_parse(getenv("SCRATCH_CONF"), &g.conf, conf_warn, NULL);
+	if (!g.conf.enabled || sysconf(_SC_PAGESIZE) != (long)PAGE_SIZE)
+		return false;
+	g.cls_base = class_index(g.conf.min_size);
+	top = class_index(g.conf.max_size);
+	if (top - g.cls_base + 1 > NBINS)
+		top = g.cls_base + NBINS - 1;
+	g.nbins = top - g.cls_base + 1;
+	for (unsigned i = 0; i < g.nbins; i++)
+		g.cls_size[i] = class_capacity(g.cls_base + i);
+	if (!reserve_region(g.conf.reserve))
+		return false;
+	/* Blocks below 2 MiB get a quarter of the space, large ones the rest. */
+	small_part = (g.size / 4) & ~(HUGE_SIZE - 1);
+	g.small_cur = g.base;
+	g.small_end = g.base + small_part;
+	g.large_cur = g.small_end;
+	g.large_end = g.base + g.size;
+	if (g.conf.thp)
+		scratch__os_hugepage((void *)g.large_cur, g.large_end - g.large_cur);
+	pages = g.size >> PAGE_SHIFT;
+	g.maxblk = (uint32_t)(g.size / g.cls_size[0] < UINT32_MAX - 1 ? g.size / g.cls_size[0]
+								       : UINT32_MAX - 1);
+	g.starttab = scratch__os_map(pages * sizeof(uint32_t));
+	g.blk = scratch__os_map(((uint64_t)g.maxblk + 1) * sizeof(struct blk));
+	g.ntcs = (uint32_t)g.conf.max_threads;
+	g.tcs = scratch__os_map((uint64_t)g.ntcs * sizeof(struct tcache));
+	if (g.starttab == NULL || g.blk == NULL || g.tcs == NULL)
+		return false;
+	g.nblk = 1; /* id 0 means "none" */
+	g.key_ok = pthread_key_create(&g.key, tc_destructor) == 0;
+	g.min = g.conf.min_size;
+	g.span = g.conf.max_size - g.conf.min_size;
+	g.cache_count = g.conf.cache_count;
+	g.cache_bytes = g.conf.cache_bytes;
+	g.proc = &g.proc_own;
+	if (g.conf.stats && scratch__segment_open(&g.conf) == 0 && scratch__segment_proc() != NULL)
+		g.proc = scratch__segment_proc();
+	g.proc->region_bytes = g.size;
+	return true;
+}
+
+SCRATCH_COLD static bool init_slow(void)
+{
+	int st;
+
+	if (tls_in_init)
+		return false; /* re-entered from inside our own initialisation */
+	tls_in_init = 1;
+	pthread_mutex_lock(&init_lock);
+	if (__atomic_load_n(&g.state, __ATOMIC_ACQUIRE) == ST_NONE)
+		__atomic_store_n(&g.state, setup() ? ST_READY : ST_OFF, __ATOMIC_RELEASE);
+	st = __atomic_load_n(&g.state, __ATOMIC_ACQUIRE);
+	pthread_mutex_unlock(&init_lock);
+	tls_in_init = 0;
+	return st == ST_READY;
+}
+
+bool scratch__init(void)
+{
+	int st = __atomic_load_n(&g.state, __ATOMIC_ACQUIRE);
+
+	if (likely(st == ST_READY))
+		return true;
+	if (st == ST_OFF)
+		return false;
+	return init_slow();
+}
+
+const struct scratch__conf *scratch__conf(void)
+{
+	if (__atomic_load_n(&g.state, __ATOMIC_ACQUIRE) == ST_NONE)
+		init_slow();
+	return &g.conf;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Region: carving, the depot and empty lists (all under g.lock)           */
+/* ---------------------------------------------------------------------- */
+
+/* A new block of bin from the class's empty list or fresh address space;
+ * 0 when the region is used up. Pages are fresh (zero) either way. */
+static uint32_t carve(unsigned bin)
+{
+	uint64_t cap = g.cls_size[bin];
+	uintptr_t at;
+	uint32_t id = g.empty_head[bin];
+	struct blk *d;
+
+	if (id != 0) {
+		g.empty_head[bin] = g.blk[id].next;
+		return id;
+	}
+	if (g.nblk > g.maxblk)
+		return 0;
+	if (cap >= HUGE_SIZE) {
+		uint64_t span = (cap + HUGE_SIZE - 1) & ~(HUGE_SIZE - 1);
+
+		if (g.large_end - g.large_cur < span)
+			return 0;
+		at = g.large_cur;
+		g.large_cur += span;
+		g.proc->region_used += span;
+	} else {
+		if (g.small_end - g.small_cur < cap)
+			return 0;
+		at = g.small_cur;
+		g.small_cur += cap;
+		g.proc->region_used += cap;
+	}
+	id = g.nblk++;
+	d = &g.blk[id];
+	d->pgoff = (uint32_t)((at - g.base) >> PAGE_SHIFT);
+	d->cls = (uint8_t)bin;
+	d->fresh = 1;
+	__atomic_store_n(&g.starttab[d->pgoff], id, __ATOMIC_RELEASE);
+	return id;
+}
+
+/* Put an idle block into the depot, or when the depot is full return its
+ * pages to the OS and keep only the address. Drops g.lock around madvise. */
+static void depot_put(uint32_t id)
+{
+	struct blk *d = &g.blk[id];
+	unsigned bin = d->cls;
+	uint64_t cap = g.cls_size[bin];
+
+	d->owner = 0;
+	if (g.proc->depot_bytes + cap <= g.conf.depot_bytes) {
+		d->state = BLK_DEPOT;
+		d->next = g.depot_head[bin];
+		g.depot_head[bin] = id;
+		proc_begin();
+		SCRATCH__ADD(&g.proc->depot_bytes, cap);
+		SCRATCH__ADD(&g.proc->depot_blocks, 1);
+		proc_end();
+		return;
+	}
+	d->state = BLK_EMPTY;
+	pthread_mutex_unlock(&g.lock);
+	scratch__os_decommit((void *)blk_addr(d), cap);
+	pthread_mutex_lock(&g.lock);
+	d->fresh = 1;
+	d->next = g.empty_head[bin];
+	g.empty_head[bin] = id;
+	proc_begin();
+	SCRATCH__ADD(&g.proc->trimmed, cap);
+	proc_end();
+}
+
+static uint32_t depot_take(unsigned bin)
+{
+	uint32_t id = g.depot_head[bin];
+
+	if (id == 0)
+		return 0;
+	g.depot_head[bin] = g.blk[id].next;
+	proc_begin();
+	SCRATCH__SUB(&g.proc->depot_bytes, g.cls_size[bin]);
+	SCRATCH__SUB(&g.proc->depot_blocks, 1);
+	proc_end();
+	return id;
+}
+
+/* Return every depot block's pages to the OS. Returns bytes released. */
+static uint64_t depot_trim(void)
+{
+	uint64_t total = 0;
+
+	for (unsigned bin = 0; bin < g.nbins; bin++) {
+		uint32_t id;
+
+		while ((id = depot_take(bin)) != 0) {
+			struct blk *d = &g.blk[id];
+
+			scratch__os_decommit((void *)blk_addr(d), g.cls_size[bin]);
+			d->state = BLK_EMPTY;
+			d->fresh = 1;
+			d->next = g.empty_head[bin];
+			g.empty_head[bin] = id;
+			total += g.cls_size[bin];
+		}
+	}
+	proc_begin();
+	SCRATCH__ADD(&g.proc->trimmed, total);
+	proc_end();
+	return total;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Thread caches                                                           */
+/* ---------------------------------------------------------------------- */
+
+/* Move a cache's blocks (all bins) to the depot; the caller holds g.lock
+ * and is the only writer of tc (its thread, or tc is a zombie). */
+static void tc_flush_locked(struct tcache *tc)
+{
+	uint64_t moved = 0;
+
+	for (unsigned bin = 0; bin < g.nbins; bin++) {
+		struct bin *b = &tc->bins[bin];
+
+		while (b->head != 0) {
+			uint32_t id = b->head;
+
+			b->head = g.blk[id].next;
+			b->count--;
+			moved += g.cls_size[bin];
+			depot_put(id);
+		}
+	}
+	tc->cached_bytes = 0;
+	if (moved != 0)
+		count_retained(tc->c, -(int64_t)moved);
+}
+
+/* Take the whole remote-free list: blocks other threads freed to us. */
+static uint32_t remote_take(struct tcache *tc)
+{
+	if (__atomic_load_n(&tc->remote_head, __ATOMIC_RELAXED) == 0)
+		return 0;
+	return __atomic_exchange_n(&tc->remote_head, 0, __ATOMIC_ACQUIRE);
+}
+
+/* Drain remote frees into the owner's bins while the limits allow; the
+ * rest goes to the depot. Called by the owner thread, without g.lock. */
+static void tc_drain_remote(struct tcache *tc)
+{
+	uint32_t id = remote_take(tc), next;
+	uint64_t evicted = 0;
+	bool locked = false;
+
+	for (; id != 0; id = next) {
+		struct blk *d = &g.blk[id];
+		struct bin *b = &tc->bins[d->cls];
+		uint64_t cap = g.cls_size[d->cls];
+
+		next = d->next;
+		if (b->count < g.cache_count && tc->cached_bytes + cap <= g.cache_bytes) {
+			d->state = BLK_CACHED;
+			d->next = b->head;
+			b->head = id;
+			b->count++;
+			tc->cached_bytes += cap;
+			continue;
+		}
+		if (!locked) {
+			pthread_mutex_lock(&g.lock);
+			locked = true;
+		}
+		evicted += cap;
+		depot_put(id);
+	}
+	if (locked)
+		pthread_mutex_unlock(&g.lock);
+	if (evicted != 0)
+		count_retained(tc->c, -(int64_t)evicted);
+}
+
+/* Fold a finished slot's counters into proc->exited. Under g.lock. */
+static void tc_fold(struct tcache *tc)
+{
+	struct scratch__counters s;
+	struct scratch__counters *e = &g.proc->exited;
+
+	scratch__counters_read(tc->c, &s);
+	proc_begin();
+	SCRATCH__ADD(&e->allocs, s.allocs);
+	SCRATCH__ADD(&e->hits, s.hits);
+	SCRATCH__ADD(&e->depot_hits, s.depot_hits);
+	SCRATCH__ADD(&e->misses, s.misses);
+	SCRATCH__ADD(&e->frees, s.frees);
+	SCRATCH__ADD(&e->remote_out, s.remote_out);
+	SCRATCH__ADD(&e->passthrough, s.passthrough);
+	SCRATCH__ADD(&e->peak_leased, s.peak_leased);
+	SCRATCH__ADD(&e->growth_bytes, s.growth_bytes);
+	SCRATCH__ADD(&e->remote_in, s.remote_in);
+	SCRATCH__ADD(&g.proc->exited_threads, 1);
+	proc_end();
+	tc->state = TC_FREE;
+}
+
+/* Reclaim zombie slots: drain their remote lists into the depot and free
+ * the slots whose blocks have all come back. Under g.lock. */
+static void reap_zombies(void)
+{
+	g.zombie_dirty = 0;
+	for (uint32_t i = 0; i < g.tcs_used && g.zombies > 0; i++) {
+		struct tcache *z = &g.tcs[i];
+		uint64_t rib, back = 0;
+		uint32_t id, next;
+
+		if (z->state != TC_ZOMBIE && z->state != TC_FORKED)
+			continue;
+		/* Read the credited bytes before taking the list: a freer
+		 * pushes first and credits after, so every credited block is
+		 * already on the list we take. */
+		rib = __atomic_load_n(&z->c->remote_in_bytes, __ATOMIC_ACQUIRE);
+		for (id = remote_take(z); id != 0; id = next) {
+			next = g.blk[id].next;
+			back += g.cls_size[g.blk[id].cls];
+			depot_put(id);
+		}
+		if (back != 0)
+			count_retained(z->c, -(int64_t)back);
+		if (z->state == TC_ZOMBIE && z->c->leased == rib && z->c->retained == 0) {
+			tc_fold(z);
+			g.zombies--;
+		}
+	}
+}
+
+/* Give the calling thread a cache slot; TC_DEAD when none is left. */
+SCRATCH_COLD static struct tcache *tc_attach(void)
+{
+	struct tcache *tc = NULL;
+	struct scratch__counters *c;
+	pid_t tid = scratch__os_gettid();
+
+	pthread_mutex_lock(&g.lock);
+	for (int pass = 0; pass < 2 && tc == NULL; pass++) {
+		if (pass == 1 && g.zombies > 0)
+			reap_zombies();
+		for (uint32_t i = 0; i < g.tcs_used; i++)
+			if (g.tcs[i].state == TC_FREE) {
+				tc = &g.tcs[i];
+				break;
+			}
+		if (tc == NULL && g.tcs_used < g.ntcs)
+			tc = &g.tcs[g.tcs_used++];
+	}
+	if (tc == NULL) {
+		pthread_mutex_unlock(&g.lock);
+		return TC_DEAD;
+	}
+	memset(tc, 0, sizeof(*tc));
+	tc->index = (uint32_t)(tc - g.tcs);
+	tc->state = TC_LIVE;
+	tc->tid = tid;
+	tc->trim_seen = __atomic_load_n(&g.trim_epoch, __ATOMIC_RELAXED);
+	c = scratch__segment_thread_attach(tc->index, tid);
+	tc->c = c != NULL ? c : &tc->own;
+	proc_begin();
+	SCRATCH__ADD(&g.proc->threads_seen, 1);
+	proc_end();
+	pthread_mutex_unlock(&g.lock);
+	/* Low pthread keys live in the thread descriptor: no allocation. */
+	if (g.key_ok)
+		pthread_setspecific(g.key, tc);
+	return tc;
+}
+
+/* Thread exit: flush the cache to the depot; the slot stays a zombie until
+ * every block it owns has come back. Runs as late as the destructor rounds
+ * allow, so other destructors that free pool blocks still find a cache. */
+static void tc_destructor(void *arg)
+{
+	struct tcache *tc = arg;
+
+	if (++tls_exit_rounds < 3) {
+		pthread_setspecific(g.key, tc);
+		return;
+	}
+	tc_drain_remote(tc);
+	pthread_mutex_lock(&g.lock);
+	tls_tc = TC_DEAD;
+	tc_flush_locked(tc);
+	tc->state = TC_ZOMBIE;
+	g.zombies++;
+	scratch__segment_thread_exit(tc->index);
+	reap_zombies();
+	pthread_mutex_unlock(&g.lock);
+}
+
+static inline struct tcache *tc_get(void)
+{
+	struct tcache *tc = tls_tc;
+
+	if (likely(tc != TC_NONE))
+		return tc;
+	if (!scratch__init())
+		return TC_NONE;
+	tc = tc_attach();
+	tls_tc = tc;
+	return tc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Acquire and release                                                     */
+/* ---------------------------------------------------------------------- */
+
+static inline unsigned size_bin(uint64_t size)
+{
+	return class_index(size) - g.cls_base;
+}
+
+/* Lease a block to the orphan path (a thread without a cache). */
+static uint32_t orphan_acquire(unsigned bin, bool *fresh)
+{
+	uint64_t cap = g.cls_size[bin];
+	uint32_t id;
+	bool hit;
+
+	pthread_mutex_lock(&g.lock);
+	id = depot_take(bin);
+	hit = id != 0;
+	if (id == 0)
+		id = carve(bin);
+	if (id != 0) {
+		struct scratch__counters *e = &g.proc->exited;
+
+		g.blk[id].owner = 0;
+		proc_begin();
+		SCRATCH__ADD(&e->allocs, 1);
+		SCRATCH__ADD(hit ? &e->depot_hits : &e->misses, 1);
+		SCRATCH__ADD(&g.proc->orphan_leased, cap);
+		SCRATCH__ADD(&g.proc->orphan_retained, cap);
+		proc_end();
+	}
+	pthread_mutex_unlock(&g.lock);
+	if (id != 0 && !hit) {
+		*fresh = true;
+		scratch__trace_growth(scratch__os_gettid(), cap, bin, scratch__current_owner);
+	}
+	return id;
+}
+
+SCRATCH_COLD static void *acquire_slow(uint64_t size, bool *ret_fresh)
+{
+	struct tcache *tc;
+	unsigned bin;
+	uint64_t cap;
+	uint32_t id = 0;
+	bool fresh = false;
+	struct blk *d;
+	int saved = errno;
+
+	tc = tc_get();
+	if (tc == TC_NONE || size < g.min || size - g.min > g.span) {
+		errno = ERANGE;
+		return NULL;
+	}
+	bin = size_bin(size);
+	cap = g.cls_size[bin];
+	if (!is_tc(tc)) {
+		id = orphan_acquire(bin, &fresh);
+		goto out;
+	}
+	if (tc->trim_seen != __atomic_load_n(&g.trim_epoch, __ATOMIC_RELAXED)) {
+		/* Someone called scratch_trim(): give our idle memory back. */
+		tc->trim_seen = __atomic_load_n(&g.trim_epoch, __ATOMIC_RELAXED);
+		tc_drain_remote(tc);
+		pthread_mutex_lock(&g.lock);
+		tc_flush_locked(tc);
+		depot_trim();
+		pthread_mutex_unlock(&g.lock);
+	}
+	tc_drain_remote(tc);
+	if (tc->bins[bin].head != 0) {
+		struct bin *b = &tc->bins[bin];
+
+		id = b->head;
+		b->head = g.blk[id].next;
+		b->count--;
+		tc->cached_bytes -= cap;
+		count_lease(tc->c, cap, &tc->c->hits);
+		goto out_owned;
+	}
+	pthread_mutex_lock(&g.lock);
+	if (g.zombie_dirty)
+		reap_zombies();
+	id = depot_take(bin);
+	if (id != 0) {
+		pthread_mutex_unlock(&g.lock);
+		count_retained(tc->c, (int64_t)cap);
+		count_lease(tc->c, cap, &tc->c->depot_hits);
+		goto out_owned;
+	}
+	id = carve(bin);
+	pthread_mutex_unlock(&g.lock);
+	if (id == 0) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	fresh = true;
+	count_retained(tc->c, (int64_t)cap);
+	count_lease(tc->c, cap, &tc->c->misses);
+	scratch__seq_begin(&tc->c->seq);
+	SCRATCH__ADD(&tc->c->growth_bytes, cap);
+	scratch__seq_end(&tc->c->seq);
+	scratch__trace_growth(tc->tid, cap, bin, scratch__current_owner);
+out_owned:
+	g.blk[id].owner = (uint16_t)(tc->index + 1);
+out:
+	if (id == 0) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	d = &g.blk[id];
+	d->state = BLK_LEASED;
+	if (ret_fresh != NULL)
+		*ret_fresh = fresh && d->fresh;
+	d->fresh = 0;
+	errno = saved;
+	return (void *)blk_addr(d);
+}
+
+void *scratch_acquire(size_t size)
+{
+	struct tcache *tc = tls_tc;
+
+	if (likely(is_tc(tc) && size - g.min <= g.span)) {
+		unsigned bin = size_bin(size);
+		struct bin *b = &tc->bins[bin];
+		uint32_t id = b->head;
+
+		if (likely(id != 0 && tc->trim_seen == __atomic_load_n(&g.trim_epoch,
+								       __ATOMIC_RELAXED))) {
+			struct blk *d = &g.blk[id];
+			uint64_t cap = g.cls_size[bin];
+
+			b->head = d->next;
+			b->count--;
+			tc->cached_bytes -= cap;
+			d->state = BLK_LEASED;
+			count_lease(tc->c, cap, &tc->c->hits);
+			return (void *)blk_addr(d);
+		}
+	}
+	return acquire_slow(size, NULL);
+}
+
+void *scratch_acquire_zeroed(size_t size)
+{
+	bool fresh = false;
+	void *p = acquire_slow(size, &fresh);
+
+	/* Fresh pages already read as zero: writing them would only fault
+	 * them in. Recycled blocks hold the previous user's data. */
+	if (p != NULL && !fresh)
+		memset(p, 0, size);
+	return p;
+}
+
+void *scratch_acquire_aligned(size_t alignment, size_t size)
+{
+	size_t cap;
+
+	if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cap = scratch_class_size(size);
+	if (cap == 0) {
+		errno = ERANGE;
+		return NULL;
+	}
+	if (alignment > (cap >= HUGE_SIZE ? HUGE_SIZE : PAGE_SIZE)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return scratch_acquire(size);
+}
+
+/* Block id of p when p starts a lent pool block, else 0. Reads only the
+ * region bounds and our own start table and descriptors. */
+static inline uint32_t lent_block(const void *p)
+{
+	uintptr_t off = (uintptr_t)p - __atomic_load_n(&g.base, __ATOMIC_RELAXED);
+	uint32_t id;
+
+	if (off >= __atomic_load_n(&g.size, __ATOMIC_RELAXED) || (off & (PAGE_SIZE - 1)) != 0)
+		return 0;
+	id = __atomic_load_n(&g.starttab[off >> PAGE_SHIFT], __ATOMIC_RELAXED);
+	if (id == 0 || g.blk[id].state != BLK_LEASED)
+		return 0;
+	return id;
+}
+
+/* Push a block onto its owner's remote-free list, then credit the owner.
+ * Push-then-credit is what lets reap_zombies() trust remote_in_bytes. */
+static void remote_free(struct tcache *owner, uint32_t id, uint64_t cap)
+{
+	struct blk *d = &g.blk[id];
+	uint32_t head = __atomic_load_n(&owner->remote_head, __ATOMIC_RELAXED);
+
+	d->state = BLK_REMOTE;
+	do {
+		d->next = head;
+	} while (!__atomic_compare_exchange_n(&owner->remote_head, &head, id, true,
+					      __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+	__atomic_fetch_add(&owner->c->remote_in, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&owner->c->remote_in_bytes, cap, __ATOMIC_RELEASE);
+	if (owner->state != TC_LIVE)
+		__atomic_store_n(&g.zombie_dirty, 1, __ATOMIC_RELAXED);
+}
+
+SCRATCH_COLD static void release_slow(struct tcache *tc, uint32_t id)
+{
+	struct blk *d = &g.blk[id];
+	uint64_t cap = g.cls_size[d->cls];
+	int saved = errno;
+
+	if (d->owner == 0) {
+		/* An orphan lease: straight back to the depot. */
+		pthread_mutex_lock(&g.lock);
+		proc_begin();
+		SCRATCH__SUB(&g.proc->orphan_leased, cap);
+		SCRATCH__SUB(&g.proc->orphan_retained, cap);
+		if (!is_tc(tc))
+			SCRATCH__ADD(&g.proc->exited.frees, 1);
+		proc_end();
+		depot_put(id);
+		pthread_mutex_unlock(&g.lock);
+		if (is_tc(tc))
+			count_release(tc->c, 0);
+		errno = saved;
+		return;
+	}
+	if (is_tc(tc) && d->owner == tc->index + 1) {
+		/* Our own block, but the cache is full: to the depot. */
+		count_release(tc->c, cap);
+		count_retained(tc->c, -(int64_t)cap);
+		pthread_mutex_lock(&g.lock);
+		depot_put(id);
+		pthread_mutex_unlock(&g.lock);
+		errno = saved;
+		return;
+	}
+	remote_free(&g.tcs[d->owner - 1], id, cap);
+	if (is_tc(tc)) {
+		scratch__seq_begin(&tc->c->seq);
+		SCRATCH__ADD(&tc->c->frees, 1);
+		SCRATCH__ADD(&tc->c->remote_out, 1);
+		scratch__seq_end(&tc->c->seq);
+	} else {
+		pthread_mutex_lock(&g.lock);
+		proc_begin();
+		SCRATCH__ADD(&g.proc->exited.frees, 1);
+		SCRATCH__ADD(&g.proc->exited.remote_out, 1);
+		proc_end();
+		pthread_mutex_unlock(&g.lock);
+	}
+	errno = saved;
+}
+
+int scratch_release(void *p)
+{
+	uint32_t id = lent_block(p);
+	struct tcache *tc = tls_tc;
+	struct blk *d;
+
+	if (id == 0)
+		return -EINVAL;
+	d = &g.blk[id];
+	if (likely(is_tc(tc) && d->owner == tc->index + 1)) {
+		struct bin *b = &tc->bins[d->cls];
+		uint64_t cap = g.cls_size[d->cls];
+
+		if (likely(b->count < g.cache_count && tc->cached_bytes + cap <= g.cache_bytes)) {
+			d->state = BLK_CACHED;
+			d->next = b->head;
+			b->head = id;
+			b->count++;
+			tc->cached_bytes += cap;
+			count_release(tc->c, cap);
+			return 0;
+		}
+	}
+	release_slow(tc, id);
+	return 0;
+}
+
+bool scratch_owns(const void *p)
+{
+	return lent_block(p) != 0;
+}
+
+size_t scratch_usable_size(const void *p)
+{
+	uint32_t id = lent_block(p);
+
+	return id == 0 ? 0 : g.cls_size[g.blk[id].cls];
+}
+
+size_t scratch_class_size(size_t size)
+{
+	if (!scratch__init() || size < g.min || size - g.min > g.span)
+		return 0;
+	return g.cls_size[size_bin(size)];
+}
+
+bool scratch_range(size_t *ret_min, size_t *ret_max)
+{
+	if (!scratch__init())
+		return false;
+	if (ret_min != NULL)
+		*ret_min = g.min;
+	if (ret_max != NULL)
+		*ret_max = g.min + g.span;
+	return true;
+}
+
+void scratch_thread_flush(void)
+{
+	struct tcache *tc = tls_tc;
+
+	if (!is_tc(tc))
+		return;
+	tc_drain_remote(tc);
+	pthread_mutex_lock(&g.lock);
+	tc_flush_locked(tc);
+	pthread_mutex_unlock(&g.lock);
+}
+
+size_t scratch_trim(void)
+{
+	struct tcache *tc = tls_tc;
+	uint64_t released;
+
+	if (!scratch__init())
+		return 0;
+	if (is_tc(tc))
+		tc_drain_remote(tc);
+	pthread_mutex_lock(&g.lock);
+	if (is_tc(tc)) {
+		tc_flush_locked(tc);
+		tc->trim_seen = g.trim_epoch + 1;
+	}
+	reap_zombies();
+	released = depot_trim();
+	__atomic_store_n(&g.trim_epoch, g.trim_epoch + 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&g.lock);
+	return released;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Statistics                                                              */
+/* ---------------------------------------------------------------------- */
+
+static void add_counters(struct scratch_stats *st, const struct scratch__counters *s)
+{
+	st->allocs += s->allocs;
+	st->hits += s->hits;
+	st->depot_hits += s->depot_hits;
+	st->misses += s->misses;
+	st->frees += s->frees;
+	st->remote_frees_in += s->remote_in;
+	st->remote_frees_out += s->remote_out;
+	st->passthrough += s->passthrough;
+	st->retained += s->retained;
+	st->leased += s->leased - s->remote_in_bytes;
+	st->peak_leased += s->peak_leased;
+}
+
+int scratch_stats_thread(struct scratch_stats *ret_stats)
+{
+	struct tcache *tc;
+	struct scratch__counters s;
+
+	if (ret_stats == NULL)
+		return -EINVAL;
+	memset(ret_stats, 0, sizeof(*ret_stats));
+	tc = tc_get();
+	if (!is_tc(tc))
+		return 0;
+	scratch__counters_read(tc->c, &s);
+	add_counters(ret_stats, &s);
+	ret_stats->threads = 1;
+	return 0;
+}
+
+int scratch_stats_total(struct scratch_stats *ret_stats)
+{
+	struct scratch__counters s;
+	struct scratch_stats st = {0};
+
+	if (ret_stats == NULL)
+		return -EINVAL;
+	if (!scratch__init()) {
+		*ret_stats = st;
+		return 0;
+	}
+	pthread_mutex_lock(&g.lock);
+	for (uint32_t i = 0; i < g.tcs_used; i++) {
+		if (g.tcs[i].state == TC_FREE)
+			continue;
+		scratch__counters_read(g.tcs[i].c, &s);
+		add_counters(&st, &s);
+	}
+	add_counters(&st, &g.proc->exited);
+	st.retained += g.proc->depot_bytes + g.proc->orphan_retained;
+	st.leased += g.proc->orphan_leased;
+	st.trimmed = g.proc->trimmed;
+	st.threads = g.proc->threads_seen;
+	pthread_mutex_unlock(&g.lock);
+	*ret_stats = st;
+	return 0;
+}
+
+void scratch_count_passthrough(uint64_t n)
+{
+	struct tcache *tc = tc_get();
+
+	if (is_tc(tc)) {
+		scratch__seq_begin(&tc->c->seq);
+		SCRATCH__ADD(&tc->c->passthrough, n);
+		scratch__seq_end(&tc->c->seq);
+	}
+}
+
+int scratch_conf_get(const char *key, uint64_t *ret_value)
+{
+	return scratch__conf_lookup(scratch__conf(), key, ret_value);
+}
+
+/* ---------------------------------------------------------------------- */
+/* fork                                                                    */
+/* ---------------------------------------------------------------------- */
+
+/* Lock order: init_lock, then g.lock. Fast paths take neither. */
+static void prefork(void)
+{
+	pthread_mutex_lock(&init_lock);
+	pthread_mutex_lock(&g.lock);
+}
+
+static void postfork_parent(void)
+{
+	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&init_lock);
+}
+
+/* In the child only the forking thread lives on. The other threads' slots
+ * become TC_FORKED: their bins may have been mid-update at fork time, so
+ * they are never touched again; their remote lists (updated atomically)
+ * are still drained, so blocks the child frees to them come back. */
+static void postfork_child(void)
+{
+	struct tcache *self = tls_tc;
+
+	pthread_mutex_init(&g.lock, NULL);
+	pthread_mutex_init(&init_lock, NULL);
+	if (__atomic_load_n(&g.state, __ATOMIC_ACQUIRE) != ST_READY)
+		return;
+	for (uint32_t i = 0; i < g.tcs_used; i++) {
+		struct tcache *tc = &g.tcs[i];
+
+		if (tc == self || tc->state != TC_LIVE)
+			continue;
+		tc->state = TC_FORKED;
+		g.zombies++;
+	}
+	if (is_tc(self))
+		self->tid = scratch__os_gettid();
+	scratch__segment_atfork_child();
+}
+
+__attribute__((constructor)) static void pool_constructor(void)
+{
+	pthread_atfork(prefork, postfork_parent, postfork_child);
+}

@@ -1,0 +1,281 @@
+/*
+ * scratch.h - the one public header of libscratch.
+ *
+ * libscratch gives each thread pools of large temporary blocks ("scratch"
+ * buffers) that are cheap to reuse, a bump arena over them, an owning
+ * workspace that lends per-worker and team buffers with exact accounting,
+ * and a persistent worker pool.
+ *
+ * Conventions, for every function below:
+ *   - every exported name starts with scratch_, every macro with SCRATCH_;
+ *   - actions return 0 or a negative errno value;
+ *   - constructors return a pointer, or NULL and set errno;
+ *   - predicates return bool;
+ *   - out-parameters (ret_...) are left untouched when a call fails;
+ *   - nothing here calls malloc, so all of it is safe to call from inside a
+ *     malloc implementation (the preload shim does).
+ *
+ * Configuration comes from the environment variable SCRATCH_CONF
+ * ("key:value,key:value", as MALLOC_CONF); see libscratch(3).
+ */
+#ifndef SCRATCH_H
+#define SCRATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define SCRATCH_API __attribute__((visibility("default")))
+#else
+#define SCRATCH_API
+#endif
+
+#define SCRATCH_VERSION_MAJOR 0
+#define SCRATCH_VERSION_MINOR 1
+
+/* ---------------------------------------------------------------------- */
+/* Thread-local scratch pools                                             */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * Counters of one thread's pool, or of all threads together (exited ones
+ * included). Byte figures count block capacities, not requests.
+ *
+ *   leased <= retained
+ *   retained == bytes of pool blocks held (idle in caches or the depot, or lent)
+ *   allocs == hits + depot_hits + misses
+ */
+struct scratch_stats {
+	uint64_t allocs;           /* successful scratch_acquire calls */
+	uint64_t hits;             /* served from the thread's own cache */
+	uint64_t depot_hits;       /* served from the process-wide depot */
+	uint64_t misses;           /* served by growing: fresh pages */
+	uint64_t frees;            /* scratch_release calls on pool blocks */
+	uint64_t remote_frees_in;  /* blocks other threads freed back to this one */
+	uint64_t remote_frees_out; /* blocks this thread freed to their owners */
+	uint64_t passthrough;      /* calls the preload shim sent to its backend */
+	uint64_t retained;         /* bytes held: idle plus lent */
+	uint64_t leased;           /* bytes lent right now */
+	uint64_t peak_leased;      /* highest leased seen (total: sum of per-thread peaks) */
+	uint64_t trimmed;          /* bytes returned to the OS so far */
+	uint64_t threads;          /* threads counted (live and exited) */
+};
+
+/*
+ * Acquire a block of at least size bytes from the calling thread's pool.
+ * The block is page aligned, and aligned on 2 MiB when its capacity is at
+ * least 2 MiB. Returns NULL and sets errno to ERANGE when size is outside
+ * [min_size, max_size] or the pool is disabled, and to ENOMEM when no
+ * memory is left. The caller owns the block until scratch_release().
+ */
+SCRATCH_API void *scratch_acquire(size_t size);
+
+/* As scratch_acquire(), but the first size bytes read as zero. Pages that
+ * are known to be fresh are not written. */
+SCRATCH_API void *scratch_acquire_zeroed(size_t size);
+
+/* As scratch_acquire(), with an alignment: a power of two up to the block's
+ * own alignment (see above). A larger or malformed alignment gives NULL and
+ * errno EINVAL. */
+SCRATCH_API void *scratch_acquire_aligned(size_t alignment, size_t size);
+
+/*
+ * Give a block back. Returns 0 when p was a pool block (it goes back to the
+ * thread that owns it), or -EINVAL when p is not a pool block: then nothing
+ * happens, so the caller may hand p to another allocator. NULL gives
+ * -EINVAL. Never reads memory it does not own; never changes errno.
+ */
+SCRATCH_API int scratch_release(void *p);
+
+/* True when p is the start of a block this library lent. O(1); never reads
+ * memory it does not own. */
+SCRATCH_API bool scratch_owns(const void *p);
+
+/* Capacity of the pool block at p (>= the size asked for), or 0 when p is
+ * not a pool block. */
+SCRATCH_API size_t scratch_usable_size(const void *p);
+
+/* Capacity a request of size bytes would get (its size class), or 0 when
+ * size is outside the pool's range. */
+SCRATCH_API size_t scratch_class_size(size_t size);
+
+/* The pool's request range: [*ret_min, *ret_max]. Returns false when the
+ * pools are disabled (enabled:false or no address space): then every
+ * acquire fails with ERANGE. */
+SCRATCH_API bool scratch_range(size_t *ret_min, size_t *ret_max);
+
+/*
+ * Return idle memory to the OS: the calling thread's cache, the depot and
+ * the caches of exited threads, at once; every other thread empties its own
+ * cache at its next pool call. Lent blocks are never touched. Returns the
+ * number of bytes released now.
+ */
+SCRATCH_API size_t scratch_trim(void);
+
+/* Empty the calling thread's cache into the depot (nothing is returned to
+ * the OS beyond the depot's limit). */
+SCRATCH_API void scratch_thread_flush(void);
+
+/* Counters of the calling thread. Returns 0, or -EINVAL for NULL. */
+SCRATCH_API int scratch_stats_thread(struct scratch_stats *ret_stats);
+
+/* Counters summed over all threads, exited ones included, plus the depot.
+ * Exact whenever no pool call is in flight. Returns 0, or -EINVAL. */
+SCRATCH_API int scratch_stats_total(struct scratch_stats *ret_stats);
+
+/* Count n calls that the preload shim served from its backend (they show as
+ * "passthrough" in this thread's stats). */
+SCRATCH_API void scratch_count_passthrough(uint64_t n);
+
+/*
+ * The value of a configuration key as the library parsed it from
+ * SCRATCH_CONF (sizes in bytes, booleans as 0/1). Returns 0, or -ENOENT for
+ * an unknown key, -EINVAL for NULL.
+ */
+SCRATCH_API int scratch_conf_get(const char *key, uint64_t *ret_value);
+
+/* ---------------------------------------------------------------------- */
+/* Worker pool (workers.c)                                                */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * A persistent pool of worker threads. The threads are spawned once by
+ * scratch_workers_new(); each dispatch publishes one job in a shared slot,
+ * bumps an epoch and wakes only the workers that went to sleep. The calling
+ * thread joins the work as the last participant (index size - 1) and
+ * returns when every participant is done, so everything the job wrote is
+ * visible to the caller afterwards.
+ *
+ * Workers spin for a bounded budget after each job (SCRATCH_SPIN, default
+ * 4000 polls) and then sleep on a futex until the next dispatch.
+ *
+ * Nested and concurrent dispatch: a call made while the calling thread is
+ * itself running a job (of this pool or any other) runs serially inline on
+ * that thread, as participant 0 of 1. A call made while another thread is
+ * dispatching on the same pool does not wait: it also runs serially on its
+ * own thread. Neither case can deadlock, and the job in flight is not
+ * disturbed. A NULL pool means "serial" everywhere below.
+ *
+ * Unlike the pool functions above, scratch_workers_new() creates threads
+ * (pthread_create allocates with malloc): do not call it from inside a
+ * malloc implementation. Dispatching does not allocate.
+ */
+typedef struct scratch_workers scratch_workers_t;
+
+/* One job: called once on every participant, participant in [0, n). */
+typedef void (*scratch_job_fn)(void *ctx, unsigned participant, unsigned n);
+
+/* A grain of rows [begin, end) of a row space, on participant. */
+typedef void (*scratch_rows_fn)(void *ctx, size_t begin, size_t end, unsigned participant);
+
+/* Use the environment or the built-in default for a field below. */
+#define SCRATCH_WORKERS_DEFAULT (-1)
+/* Most participants a pool can have (worker threads + the caller). */
+#define SCRATCH_WORKERS_MAX 256
+
+struct scratch_workers_opts {
+	/* participants, the caller included: 0 or 1 = serial (no threads);
+	 * SCRATCH_WORKERS_DEFAULT: $SCRATCH_THREADS, else the number of
+	 * usable CPUs, at most 9 (8 worker threads) */
+	int threads;
+	/* polls a worker makes before sleeping: 0 = sleep at once;
+	 * SCRATCH_WORKERS_DEFAULT: $SCRATCH_SPIN, else 4000 */
+	int spin;
+	/* pin worker i to the (i+1)-th usable CPU (the caller is not moved) */
+	bool pin;
+	/* prefix of thread names ("name-1", ...) and the owner name in the
+	 * stats segment; NULL: "scratch-w" */
+	const char *name;
+};
+
+/* Counters of one pool. Each is an independent running count. */
+struct scratch_workers_stats {
+	uint64_t workers;     /* worker threads (participants - 1) */
+	uint64_t spin;        /* spin budget in polls */
+	uint64_t dispatches;  /* jobs handed to the worker threads */
+	uint64_t inline_runs; /* calls run serially: serial pool, nested or concurrent */
+	uint64_t parks;       /* times a worker, or a caller waiting for one, slept */
+	uint64_t wakes;       /* futex wake calls made to end such a sleep */
+};
+
+/* One row space of scratch_workers_run_many(). grain 0 picks a grain from
+ * rows and the pool size. */
+struct scratch_rows_part {
+	scratch_rows_fn fn;
+	void *ctx;
+	size_t rows;
+	size_t grain;
+};
+
+/*
+ * Create a pool per opts (NULL: all defaults). Bad SCRATCH_THREADS or
+ * SCRATCH_SPIN values print one line on stderr and fall back to the
+ * defaults. Returns NULL and sets errno (EINVAL for a bad opts field,
+ * EAGAIN or ENOMEM when threads or memory run out).
+ */
+SCRATCH_API scratch_workers_t *scratch_workers_new(const struct scratch_workers_opts *opts);
+
+/*
+ * Stop and join every worker, sleeping or spinning, and free the pool.
+ * Waits for a dispatch another thread has in flight. Returns 0, or -EBUSY
+ * when called from inside a job of this pool (that would join itself);
+ * NULL gives 0.
+ */
+SCRATCH_API int scratch_workers_destroy(scratch_workers_t *w);
+
+/* Participants of a dispatch: worker threads + 1 (1 for NULL or serial). */
+SCRATCH_API unsigned scratch_workers_size(const scratch_workers_t *w);
+
+/* Run f(ctx, p, n) once on every participant p in [0, n) and wait for all.
+ * Returns 0, or -EINVAL for a NULL f. */
+SCRATCH_API int scratch_workers_run(scratch_workers_t *w, scratch_job_fn f, void *ctx);
+
+/*
+ * Cover rows [0, rows) in grains of at most grain rows (0: automatic),
+ * pulled by the participants from a shared cursor, so faster ones take
+ * more; f(ctx, begin, end, p) is called once per grain. Returns 0, or
+ * -EINVAL for a NULL f with rows > 0.
+ */
+SCRATCH_API int scratch_workers_run_rows(scratch_workers_t *w, size_t rows, size_t grain,
+					 scratch_rows_fn f, void *ctx);
+
+/* Several row spaces in one dispatch: every grain of every part, each part
+ * seeing its own row indices. Returns 0, or -EINVAL (NULL parts with
+ * nparts > 0, a NULL fn with rows > 0, or more grains than fit a size_t). */
+SCRATCH_API int scratch_workers_run_many(scratch_workers_t *w,
+					 const struct scratch_rows_part *parts, size_t nparts);
+
+/* The pool's counters. Returns 0, or -EINVAL for NULL. */
+SCRATCH_API int scratch_workers_stats(const scratch_workers_t *w,
+				      struct scratch_workers_stats *ret_stats);
+
+/*
+ * The dot product of a[0..n) and x[0..n) in the library's fixed order:
+ * eight partial sums s[k] over j = k mod 8 for j < n - n % 8, combined as
+ * ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)), then the tail added in order. Every
+ * matvec below computes each output with exactly this function, so results
+ * do not depend on the pool size or the grain.
+ */
+SCRATCH_API float scratch_dot(const float *a, const float *x, size_t n);
+
+/* y[i] = scratch_dot(a + i * cols, x, cols) for i < rows (a row-major,
+ * contiguous), rows spread over the pool. Bit-identical to the serial loop.
+ * Returns 0, or -EINVAL for NULL arrays or rows * cols overflowing. */
+SCRATCH_API int scratch_matvec(scratch_workers_t *w, const float *a, const float *x, float *y,
+			       size_t rows, size_t cols);
+
+/* Two inputs through one matrix, which is streamed once: y0 = a x0 and
+ * y1 = a x1, bit-identical to two scratch_matvec() calls. */
+SCRATCH_API int scratch_matvec2(scratch_workers_t *w, const float *a, const float *x0,
+				const float *x1, float *y0, float *y1, size_t rows, size_t cols);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SCRATCH_H */

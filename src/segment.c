@@ -1,0 +1,533 @@
+/*
+ * segment.c - the process's stats segment (writer side).
+ *
+ * Owns the segment file: the run directory check, creating and publishing
+ * the file, the thread slots and the owner table the pools and owners write
+ * into, the copy a child gets after fork, and the unlink at exit. The
+ * layout is in segment.h. Everything here may run inside malloc (the first
+ * pool use of the preload shim opens the segment), so nothing here
+ * allocates or uses stdio: open/read/readlink and the os.c layer only.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h> /* rename() only: no streams here */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "segment.h"
+
+__thread uint32_t scratch__current_owner __attribute__((tls_model("initial-exec")));
+
+/* Slot index + 1 of the calling thread (0: none), to find the forking
+ * thread's slot in the child. */
+static __thread uint32_t my_slot __attribute__((tls_model("initial-exec")));
+
+static struct {
+	struct scratch_seg_header *hdr; /* NULL: no segment */
+	size_t size;
+	bool keep;
+	char dir[PATH_MAX];
+	char path[PATH_MAX];
+} seg;
+
+struct scratch_seg_header *scratch__segment_header(void)
+{
+	return seg.hdr;
+}
+
+static uint8_t *seg_at(uint64_t off)
+{
+	return (uint8_t *)seg.hdr + off;
+}
+
+static struct scratch_seg_thread *thread_slot(uint32_t i)
+{
+	return (struct scratch_seg_thread *)seg_at(seg.hdr->threads_off +
+						   (uint64_t)i * seg.hdr->thread_stride);
+}
+
+static struct scratch_seg_owner *owner_slot(uint32_t i)
+{
+	return (struct scratch_seg_owner *)seg_at(seg.hdr->owners_off +
+						  (uint64_t)i * seg.hdr->owner_stride);
+}
+
+/* Read up to len-1 bytes of a small file (procfs) into buf, NUL-terminated.
+ * Returns the length read, or -1. */
+static ssize_t read_small(const char *path, char *buf, size_t len)
+{
+	size_t got = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	while (got + 1 < len) {
+		ssize_t n = read(fd, buf + got, len - 1 - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	buf[got] = '\0';
+	return (ssize_t)got;
+}
+
+/* Field 22 of /proc/self/stat (start time in clock ticks since boot), and
+ * field 4 (ppid). The command name may hold spaces: count after the last ')'. */
+static void read_stat(uint64_t *ret_start, int32_t *ret_ppid)
+{
+	char buf[1024];
+	const char *p;
+	int field = 2;
+
+	*ret_start = 0;
+	*ret_ppid = 0;
+	if (read_small("/proc/self/stat", buf, sizeof(buf)) <= 0)
+		return;
+	p = strrchr(buf, ')');
+	if (p == NULL)
+		return;
+	for (p++; *p != '\0'; p++) {
+		if (*p != ' ')
+			continue;
+		field++;
+		if (field == 4 || field == 22) {
+			uint64_t v = 0;
+
+			for (p++; *p >= '0' && *p <= '9'; p++)
+				v = v * 10 + (uint64_t)(*p - '0');
+			if (field == 4)
+				*ret_ppid = (int32_t)v;
+			else
+				*ret_start = v;
+			if (field == 22)
+				return;
+			p--;
+		}
+	}
+}
+
+static void read_comm(pid_t tid, char *name, size_t len)
+{
+	char path[64];
+	char buf[SCRATCH_SEG_NAME_LEN + 2];
+	size_t pos = 0;
+	ssize_t n;
+
+	scratch__fmt_str(path, sizeof(path), &pos, "/proc/self/task/");
+	scratch__fmt_u64(path, sizeof(path), &pos, (uint64_t)tid);
+	scratch__fmt_str(path, sizeof(path), &pos, "/comm");
+	n = read_small(path, buf, sizeof(buf));
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	memset(name, 0, len);
+	if (n > 0)
+		memcpy(name, buf, (size_t)n < len - 1 ? (size_t)n : len - 1);
+}
+
+static void fill_identity(struct scratch_seg_header *h)
+{
+	ssize_t n;
+
+	h->pid = (int32_t)getpid();
+	h->uid = (uint32_t)geteuid();
+	read_stat(&h->start_ticks, &h->ppid);
+	h->created_ns = scratch__os_realtime_ns();
+	n = readlink("/proc/self/exe", h->exe, sizeof(h->exe) - 1);
+	h->exe[n > 0 ? n : 0] = '\0';
+	n = read_small("/proc/self/cmdline", h->cmdline, sizeof(h->cmdline));
+	for (ssize_t i = 0; i + 1 < n; i++)
+		if (h->cmdline[i] == '\0')
+			h->cmdline[i] = ' ';
+}
+
+/*
+ * The run directory, per DESIGN.md: $SCRATCH_RUNTIME_DIR, else
+ * $XDG_RUNTIME_DIR/scratch, else /dev/shm/scratch-$UID. The last component
+ * is created 0700 when missing. Refuses (one warning) a directory that is a
+ * symlink, is not owned by the effective uid, or is open to group/others:
+ * another user could otherwise plant or read segments.
+ */
+static int run_dir(char *dir, size_t len)
+{
+	const char *env = getenv("SCRATCH_RUNTIME_DIR");
+	struct stat st;
+	size_t pos = 0;
+	char msg[PATH_MAX + 96];
+
+	if (env != NULL && *env != '\0') {
+		scratch__fmt_str(dir, len, &pos, env);
+	} else if ((env = getenv("XDG_RUNTIME_DIR")) != NULL && *env == '/') {
+		scratch__fmt_str(dir, len, &pos, env);
+		scratch__fmt_str(dir, len, &pos, "/scratch");
+	} else {
+		scratch__fmt_str(dir, len, &pos, "/dev/shm/scratch-");
+		scratch__fmt_u64(dir, len, &pos, geteuid());
+	}
+	if (pos + 64 >= len)
+		return -ENAMETOOLONG;
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return -errno;
+	if (lstat(dir, &st) != 0)
+		return -errno;
+	if (S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 077) == 0)
+		return 0;
+	pos = 0;
+	scratch__fmt_str(msg, sizeof(msg), &pos, "stats off: run directory ");
+	scratch__fmt_str(msg, sizeof(msg), &pos, dir);
+	scratch__fmt_str(msg, sizeof(msg), &pos,
+			 " must be a directory of mode 0700 owned by this user");
+	scratch__warn(msg);
+	return -EPERM;
+}
+
+/* "<dir>/<pid>-<nonce>.seg" into path, and the temporary ".<pid>-<nonce>.tmp"
+ * it is created under. */
+static void seg_names(const char *dir, pid_t pid, uint64_t nonce, char *path, char *tmp,
+		      size_t len)
+{
+	size_t p = 0, t = 0;
+
+	scratch__fmt_str(path, len, &p, dir);
+	scratch__fmt_str(path, len, &p, "/");
+	scratch__fmt_str(tmp, len, &t, dir);
+	scratch__fmt_str(tmp, len, &t, "/.");
+	scratch__fmt_u64(path, len, &p, (uint64_t)pid);
+	scratch__fmt_u64(tmp, len, &t, (uint64_t)pid);
+	scratch__fmt_str(path, len, &p, "-");
+	scratch__fmt_str(tmp, len, &t, "-");
+	scratch__fmt_u64(path, len, &p, nonce);
+	scratch__fmt_u64(tmp, len, &t, nonce);
+	scratch__fmt_str(path, len, &p, SCRATCH_SEG_SUFFIX);
+	scratch__fmt_str(tmp, len, &t, ".tmp");
+}
+
+/* Create a new, empty file of size bytes under tmp (never following a
+ * symlink, never reusing a file). Returns the fd, or -errno. */
+static int create_file(const char *tmp, size_t size)
+{
+	int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int err;
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)size) != 0) {
+		err = -errno;
+		close(fd);
+		unlink(tmp);
+		return err;
+	}
+	return fd;
+}
+
+static uint32_t pow2_floor(uint64_t v)
+{
+	uint32_t p = 1;
+
+	while ((uint64_t)p * 2 <= v && p * 2 <= SCRATCH_SEG_MAX_RING)
+		p *= 2;
+	return p;
+}
+
+/* Lay the sections out after the header; returns the file size. */
+static size_t layout(struct scratch_seg_header *h, const struct scratch__conf *conf)
+{
+	uint64_t off = sizeof(*h);
+	uint64_t threads = conf->max_threads;
+	uint32_t frames = (uint32_t)(conf->trace_frames < SCRATCH_SEG_MAX_FRAMES
+					     ? conf->trace_frames
+					     : SCRATCH_SEG_MAX_FRAMES);
+
+	if (threads < 1)
+		threads = 1;
+	if (threads > SCRATCH_SEG_MAX_THREADS)
+		threads = SCRATCH_SEG_MAX_THREADS;
+	h->proc_off = off;
+	h->proc_size = (sizeof(struct scratch__proc_counters) + 63) & ~UINT64_C(63);
+	off += h->proc_size;
+	h->threads_off = off;
+	h->thread_slots = (uint32_t)threads;
+	h->thread_stride = sizeof(struct scratch_seg_thread);
+	off += threads * h->thread_stride;
+	h->owners_off = off;
+	h->owner_slots = SCRATCH_SEG_OWNER_SLOTS;
+	h->owner_stride = (sizeof(struct scratch_seg_owner) + 63) & ~63u;
+	off += (uint64_t)h->owner_slots * h->owner_stride;
+	h->ring_off = off;
+	if (conf->trace && conf->trace_ring > 0) {
+		h->ring_slots = pow2_floor(conf->trace_ring);
+		h->record_frames = frames;
+		h->record_stride = scratch_seg_record_stride(frames);
+		h->flags |= SCRATCH_SEG_F_TRACE;
+	}
+	off += (uint64_t)h->ring_slots * h->record_stride;
+	off = (off + 4095) & ~UINT64_C(4095);
+	h->file_size = off;
+	return (size_t)off;
+}
+
+/*
+ * Create this process's segment per conf and map it. Called once from
+ * scratch__init() under its lock (possibly inside malloc). The file is
+ * complete, magic included, before rename() makes it visible, so a reader
+ * never sees a half-written header under the final name.
+ */
+int scratch__segment_open(const struct scratch__conf *conf)
+{
+	struct scratch_seg_header proto;
+	char tmp[PATH_MAX];
+	size_t size;
+	void *map;
+	int fd, err;
+
+	if (seg.hdr != NULL)
+		return 0;
+	err = run_dir(seg.dir, sizeof(seg.dir));
+	if (err != 0)
+		return err;
+	memset(&proto, 0, sizeof(proto));
+	size = layout(&proto, conf);
+	fill_identity(&proto);
+	seg_names(seg.dir, proto.pid, proto.created_ns, seg.path, tmp, sizeof(tmp));
+	fd = create_file(tmp, size);
+	if (fd < 0)
+		return fd;
+	map = scratch__os_map_file(fd, size, true, NULL);
+	close(fd);
+	if (map == NULL) {
+		unlink(tmp);
+		return -ENOMEM;
+	}
+	proto.version = SCRATCH_SEG_VERSION;
+	proto.header_size = sizeof(proto);
+	proto.min_size = conf->min_size;
+	proto.max_size = conf->max_size;
+	proto.trace_frames = conf->trace_frames;
+	if (conf->keep_segment)
+		proto.flags |= SCRATCH_SEG_F_KEEP;
+	scratch__conf_format(conf, proto.conf, sizeof(proto.conf));
+	memcpy(map, &proto, sizeof(proto));
+	__atomic_store_n(&((struct scratch_seg_header *)map)->magic, SCRATCH_SEG_MAGIC,
+			 __ATOMIC_RELEASE);
+	if (rename(tmp, seg.path) != 0) {
+		err = -errno;
+		unlink(tmp);
+		scratch__os_unmap(map, size);
+		return err;
+	}
+	seg.size = size;
+	seg.keep = conf->keep_segment;
+	__atomic_store_n(&seg.hdr, (struct scratch_seg_header *)map, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/*
+ * Hand thread slot index to the calling thread (tid): zeroed counters,
+ * state LIVE. The slot is BUSY while it is reset so a reader skips it
+ * rather than mixing the old and the new thread.
+ */
+struct scratch__counters *scratch__segment_thread_attach(uint32_t index, pid_t tid)
+{
+	struct scratch_seg_thread *t;
+
+	if (seg.hdr == NULL || index >= seg.hdr->thread_slots)
+		return NULL;
+	t = thread_slot(index);
+	__atomic_store_n(&t->state, SCRATCH_SEG_BUSY, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	memset(&t->c, 0, sizeof(t->c));
+	t->tid = (int32_t)tid;
+	t->generation++;
+	t->attach_ns = scratch__os_realtime_ns();
+	t->exit_ns = 0;
+	read_comm(tid, t->name, sizeof(t->name));
+	__atomic_store_n(&t->state, SCRATCH_SEG_LIVE, __ATOMIC_RELEASE);
+	my_slot = index + 1;
+	return &t->c;
+}
+
+void scratch__segment_thread_exit(uint32_t index)
+{
+	struct scratch_seg_thread *t;
+
+	if (seg.hdr == NULL || index >= seg.hdr->thread_slots)
+		return;
+	t = thread_slot(index);
+	t->exit_ns = scratch__os_realtime_ns();
+	__atomic_store_n(&t->state, SCRATCH_SEG_EXITED, __ATOMIC_RELEASE);
+	if (my_slot == index + 1)
+		my_slot = 0;
+}
+
+struct scratch__proc_counters *scratch__segment_proc(void)
+{
+	if (seg.hdr == NULL)
+		return NULL;
+	return (struct scratch__proc_counters *)seg_at(seg.hdr->proc_off);
+}
+
+/* Give the child its own copy at the same address: a new file when the run
+ * directory takes one, else an anonymous memfd (invisible to scratchd, but
+ * the child no longer writes into its parent's counters). */
+static bool fork_remap(const struct scratch_seg_header *h)
+{
+	char tmp[PATH_MAX];
+	const uint8_t *src = (const uint8_t *)seg.hdr;
+	size_t done = 0;
+	int fd;
+
+	seg_names(seg.dir, getpid(), scratch__os_realtime_ns(), seg.path, tmp, sizeof(tmp));
+	fd = create_file(tmp, seg.size);
+	if (fd < 0) {
+		seg.path[0] = '\0';
+		tmp[0] = '\0';
+		fd = memfd_create("scratch-segment", MFD_CLOEXEC);
+		if (fd < 0 || ftruncate(fd, (off_t)seg.size) != 0)
+			goto out_close;
+	}
+	while (done < seg.size) {
+		ssize_t n = write(fd, src + done, seg.size - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			goto out_unlink;
+		done += (size_t)n;
+	}
+	if (scratch__os_map_file(fd, seg.size, true, (void *)h) == NULL)
+		goto out_unlink;
+	close(fd);
+	if (tmp[0] != '\0' && rename(tmp, seg.path) != 0) {
+		unlink(tmp);
+		seg.path[0] = '\0';
+	}
+	return true;
+out_unlink:
+	if (tmp[0] != '\0')
+		unlink(tmp);
+out_close:
+	if (fd >= 0)
+		close(fd);
+	return false;
+}
+
+/*
+ * In the child after fork (only the forking thread exists): move to a
+ * segment of its own at the same address, since the pools hold pointers
+ * into it. The child inherits its parent's counters (it inherits the blocks
+ * too), not its trace ring; every other thread is marked exited.
+ */
+void scratch__segment_atfork_child(void)
+{
+	struct scratch_seg_header *h = seg.hdr;
+
+	if (h == NULL)
+		return;
+	if (!fork_remap(h)) {
+		/* Without a private copy, writing on would corrupt the parent's
+		 * counters: the pools keep pointers, so detach only the hooks. */
+		seg.hdr = NULL;
+		return;
+	}
+	fill_identity(h);
+	h->forks++;
+	h->exited = 0;
+	h->exit_ns = 0;
+	h->ring_head = 0;
+	if (h->ring_slots > 0)
+		memset(seg_at(h->ring_off), 0, (size_t)h->ring_slots * h->record_stride);
+	for (uint32_t i = 0; i < h->thread_slots; i++) {
+		struct scratch_seg_thread *t = thread_slot(i);
+
+		if (i + 1 == my_slot)
+			t->tid = (int32_t)scratch__os_gettid();
+		else if (t->state == SCRATCH_SEG_LIVE || t->state == SCRATCH_SEG_BUSY)
+			t->state = SCRATCH_SEG_EXITED;
+	}
+}
+
+/* Claim a free owner slot (never used ones first, then released ones). */
+static struct scratch_seg_owner *owner_claim(void)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		uint32_t from = pass == 0 ? SCRATCH_SEG_FREE : SCRATCH_SEG_EXITED;
+
+		for (uint32_t i = 0; i < seg.hdr->owner_slots; i++) {
+			struct scratch_seg_owner *o = owner_slot(i);
+			uint32_t expect = from;
+
+			if (__atomic_compare_exchange_n(&o->state, &expect, SCRATCH_SEG_BUSY, false,
+							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+				o->id = i + 1;
+				return o;
+			}
+		}
+	}
+	return NULL;
+}
+
+uint32_t scratch__owner_register(enum scratch__owner_kind kind, const char *name)
+{
+	struct scratch_seg_owner *o;
+	size_t n = 0;
+
+	if (seg.hdr == NULL)
+		return 0;
+	o = owner_claim();
+	if (o == NULL)
+		return 0;
+	memset(&o->c, 0, sizeof(o->c));
+	memset(o->name, 0, sizeof(o->name));
+	while (name != NULL && name[n] != '\0' && n < sizeof(o->name) - 1) {
+		o->name[n] = name[n];
+		n++;
+	}
+	o->kind = (uint32_t)kind;
+	o->generation++;
+	o->created_ns = scratch__os_realtime_ns();
+	__atomic_store_n(&o->state, SCRATCH_SEG_LIVE, __ATOMIC_RELEASE);
+	return o->id;
+}
+
+struct scratch__owner_counters *scratch__owner_counters(uint32_t id)
+{
+	if (seg.hdr == NULL || id == 0 || id > seg.hdr->owner_slots)
+		return NULL;
+	return &owner_slot(id - 1)->c;
+}
+
+/* The slot keeps its last counters (readers show the owner as gone) until
+ * a new owner claims it. */
+void scratch__owner_unregister(uint32_t id)
+{
+	if (seg.hdr == NULL || id == 0 || id > seg.hdr->owner_slots)
+		return;
+	__atomic_store_n(&owner_slot(id - 1)->state, SCRATCH_SEG_EXITED, __ATOMIC_RELEASE);
+}
+
+/*
+ * At normal exit: mark the segment exited (scratchd keeps its descriptor,
+ * and so the final state) and unlink the file unless keep_segment. A
+ * destructor rather than atexit(): registering from inside malloc is not
+ * safe, and this runs in a forked child for the child's own file too.
+ */
+__attribute__((destructor)) static void segment_fini(void)
+{
+	struct scratch_seg_header *h = seg.hdr;
+
+	if (h == NULL)
+		return;
+	h->exit_ns = scratch__os_realtime_ns();
+	__atomic_store_n(&h->exited, 1, __ATOMIC_RELEASE);
+	if (!seg.keep && seg.path[0] != '\0')
+		unlink(seg.path);
+}

@@ -1,0 +1,217 @@
+/*
+ * segment.h - layout of the stats segment: the contract between libscratch,
+ * which writes it (segment.c, trace.c), and every reader (stats/segread.c,
+ * used by scratchd and the fuzz target).
+ *
+ * One file per process in the run directory, named
+ * "<pid>-<nonce>.seg" (the nonce is the creation time in nanoseconds, so a
+ * process that execs, or a reused pid, never collides with an older file).
+ * Every field is fixed width and little-endian as the host writes it; a
+ * reader checks the magic, the version and every offset and size against
+ * the file's size before it trusts anything, and copies the layout out of
+ * the header once (a hostile writer may change the file under it).
+ *
+ *   offset 0               struct scratch_seg_header      (header_size bytes)
+ *   proc_off               struct scratch__proc_counters  (proc_size bytes)
+ *   threads_off            thread_slots x struct scratch_seg_thread (thread_stride)
+ *   owners_off             owner_slots x struct scratch_seg_owner  (owner_stride)
+ *   ring_off               ring_slots x struct scratch_seg_record  (record_stride)
+ *   file_size              end of file
+ *
+ * Sections are 64-byte aligned and do not overlap. A writer of a newer
+ * minor layout may make strides larger than the structs below (readers use
+ * the strides from the header); a change to the meaning of a field bumps
+ * SCRATCH_SEG_VERSION.
+ *
+ * Counters. A thread slot's counters are struct scratch__counters from
+ * internal.h (seq bracket, single writer; remote_in and remote_in_bytes are
+ * atomic adds by other threads). For one slot:
+ *
+ *   leased (reported) = leased - remote_in_bytes
+ *
+ * Process totals (what scratch_stats_total() reports):
+ *
+ *   X (process) = sum over slots in state LIVE or EXITED of X
+ *               + proc->exited.X                 (threads already reclaimed)
+ *   retained    = that sum + proc->depot_bytes + proc->orphan_retained
+ *   leased      = that sum (reported leased) + proc->orphan_leased
+ *
+ * A slot in state EXITED is a thread that ended but whose slot the pool has
+ * not reclaimed yet: its blocks may still be out, so its counters count.
+ * When the pool reclaims the slot it folds the counters into proc->exited
+ * (under its lock, inside proc->seq) before it attaches a new thread, so a
+ * reader that reads proc and the slots at different times may count a
+ * thread twice or not at all for one sample; it retries when proc->seq
+ * moved across its reading.
+ *
+ * Trace ring. ring_head (in the header) is the number of sequence numbers
+ * ever claimed; a writer claims s = ++ring_head (one atomic fetch_add) and
+ * writes record s into slot (s - 1) & (ring_slots - 1):
+ *
+ *   seq = s; fence; fields, frames; check = scratch_seg_record_check(); seq_end = s (release)
+ *
+ * A reader copies the record and accepts it only when seq == seq_end == s
+ * and check matches; seq_end < s means "claimed, not written yet"; any
+ * other value means the record was overwritten (lost to wrap). Records
+ * [1, ring_head - ring_slots] are gone for good.
+ */
+#ifndef SCRATCH_SEGMENT_H
+#define SCRATCH_SEGMENT_H
+
+#include <stdint.h>
+
+#include "internal.h"
+
+#define SCRATCH_SEG_MAGIC   UINT64_C(0x3130474553524353) /* "SCRSEG01" read as little-endian */
+#define SCRATCH_SEG_VERSION 1
+#define SCRATCH_SEG_SUFFIX  ".seg"
+
+#define SCRATCH_SEG_EXE_LEN     256
+#define SCRATCH_SEG_CMDLINE_LEN 512
+#define SCRATCH_SEG_CONF_LEN    512
+#define SCRATCH_SEG_NAME_LEN    16
+#define SCRATCH_SEG_OWNER_LEN   32
+
+/* Limits a reader enforces (a writer never goes beyond them). */
+#define SCRATCH_SEG_MAX_THREADS 65536
+#define SCRATCH_SEG_MAX_OWNERS  4096
+#define SCRATCH_SEG_MAX_RING    (1u << 20)
+#define SCRATCH_SEG_MAX_FRAMES  16
+#define SCRATCH_SEG_MAX_SIZE    (UINT64_C(1) << 30)
+
+#define SCRATCH_SEG_OWNER_SLOTS 256
+
+/* Slot states (threads and owners). */
+enum scratch_seg_state {
+	SCRATCH_SEG_FREE = 0,   /* never used */
+	SCRATCH_SEG_LIVE = 1,   /* thread running / owner registered */
+	SCRATCH_SEG_EXITED = 2, /* thread ended, counters still count / owner gone */
+	SCRATCH_SEG_BUSY = 3,   /* being (re)initialised: skip */
+};
+
+/* Header flags. */
+#define SCRATCH_SEG_F_TRACE 1u /* the trace ring is written */
+#define SCRATCH_SEG_F_KEEP  2u /* keep_segment: the file outlives the process */
+
+struct scratch_seg_header {
+	uint64_t magic; /* SCRATCH_SEG_MAGIC, stored last when the file is created */
+	uint32_t version;
+	uint32_t header_size;
+	uint64_t file_size;
+	int32_t pid;
+	int32_t ppid;
+	uint32_t uid;
+	uint32_t flags;     /* SCRATCH_SEG_F_* */
+	uint64_t start_ticks; /* /proc/PID/stat field 22: guards against pid reuse */
+	uint64_t created_ns;  /* CLOCK_REALTIME */
+	uint32_t exited;      /* 1 once the process ran its destructors */
+	uint32_t forks;       /* >0: this segment was copied from the parent's at fork */
+	uint64_t exit_ns;     /* CLOCK_REALTIME at exit, 0 while running */
+
+	/* configuration in force */
+	uint64_t min_size;
+	uint64_t max_size;
+	uint64_t trace_frames;
+
+	/* layout: byte offsets from the start of the file */
+	uint64_t proc_off;
+	uint64_t proc_size;
+	uint64_t threads_off;
+	uint32_t thread_slots;
+	uint32_t thread_stride;
+	uint64_t owners_off;
+	uint32_t owner_slots;
+	uint32_t owner_stride;
+	uint64_t ring_off;
+	uint32_t ring_slots; /* power of two, or 0 without tracing */
+	uint32_t record_stride;
+	uint32_t record_frames; /* frames[] capacity of each record */
+	uint32_t pad0;
+
+	/* the trace ring's claim counter, on a line of its own */
+	uint64_t ring_head __attribute__((aligned(SCRATCH_CACHELINE)));
+	uint64_t pad1[7];
+
+	char exe[SCRATCH_SEG_EXE_LEN];         /* NUL-terminated, truncated */
+	char cmdline[SCRATCH_SEG_CMDLINE_LEN]; /* arguments joined by spaces */
+	char conf[SCRATCH_SEG_CONF_LEN];       /* "key:value,..." as in force */
+};
+
+struct scratch_seg_thread {
+	uint32_t state; /* enum scratch_seg_state */
+	int32_t tid;
+	uint32_t generation; /* bumped at each attach: a reused slot is a new thread */
+	uint32_t pad0;
+	uint64_t attach_ns; /* CLOCK_REALTIME */
+	uint64_t exit_ns;
+	char name[SCRATCH_SEG_NAME_LEN]; /* comm at attach (readers may refresh it) */
+	uint64_t pad1[2];
+	struct scratch__counters c; /* 64-byte aligned */
+};
+
+struct scratch_seg_owner {
+	uint32_t state; /* enum scratch_seg_state */
+	uint32_t kind;  /* enum scratch__owner_kind */
+	uint32_t id;    /* slot index + 1 (what growth records name) */
+	uint32_t generation;
+	uint64_t created_ns;
+	char name[SCRATCH_SEG_OWNER_LEN];
+	uint64_t pad[1];
+	struct scratch__owner_counters c;
+};
+
+struct scratch_seg_record {
+	uint64_t seq; /* claimed sequence number, written first */
+	uint64_t time_ns; /* CLOCK_REALTIME */
+	uint64_t bytes;
+	int32_t tid;
+	uint32_t cls;
+	int32_t cpu;  /* -1: unknown */
+	int32_t node; /* -1: unknown */
+	uint32_t owner;   /* 0: the plain pool, else an owner id */
+	uint32_t nframes; /* valid entries of frames[] */
+	uint64_t check;   /* scratch_seg_record_check() */
+	uint64_t seq_end; /* == seq once the record is complete */
+	uint64_t frames[]; /* return addresses, innermost first */
+};
+
+_Static_assert(sizeof(struct scratch_seg_header) % SCRATCH_CACHELINE == 0, "header alignment");
+_Static_assert(sizeof(struct scratch_seg_thread) % SCRATCH_CACHELINE == 0, "slot alignment");
+_Static_assert(sizeof(struct scratch_seg_record) == 64, "record header size");
+
+/* Hash of a record's payload (everything but check and seq_end, plus
+ * nframes frames): a record torn by two writers fails it. */
+static inline uint64_t scratch_seg_record_check(const struct scratch_seg_record *r,
+						const uint64_t *frames, uint32_t nframes)
+{
+	const uint64_t w[6] = {r->seq,
+			 r->time_ns,
+			 r->bytes,
+			 (uint64_t)(uint32_t)r->tid | (uint64_t)r->cls << 32,
+			 (uint64_t)(uint32_t)r->cpu | (uint64_t)(uint32_t)r->node << 32,
+			 (uint64_t)r->owner | (uint64_t)r->nframes << 32};
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+	for (unsigned i = 0; i < 6 + nframes; i++) {
+		uint64_t v = i < 6 ? w[i] : frames[i - 6];
+
+		h ^= v;
+		h *= UINT64_C(0x100000001b3);
+		h ^= h >> 29;
+	}
+	return h;
+}
+
+/* The mapped segment of this process (segment.c), or NULL: trace.c reads
+ * the ring's layout from it (values it wrote itself). */
+SCRATCH_HIDDEN struct scratch_seg_header *scratch__segment_header(void);
+
+/* Record stride for a number of frames (64-byte multiple). */
+static inline uint32_t scratch_seg_record_stride(uint32_t frames)
+{
+	uint32_t n = (uint32_t)sizeof(struct scratch_seg_record) + frames * 8u;
+
+	return (n + SCRATCH_CACHELINE - 1) & ~(uint32_t)(SCRATCH_CACHELINE - 1);
+}
+
+#endif /* SCRATCH_SEGMENT_H */

@@ -1,0 +1,84 @@
+/*
+ * trace.c - growth records into the segment's trace ring.
+ *
+ * A growth (a pool miss: fresh pages) is the slow path, so a record may
+ * cost an atomic claim and a stack walk. The ring is multi-writer: each
+ * writer claims a sequence number with one fetch_add on ring_head and owns
+ * that slot until the ring wraps past it; the seq / seq_end / check
+ * protocol of segment.h lets a reader tell complete records from torn or
+ * overwritten ones.
+ */
+#include "config.h"
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#include <string.h>
+
+#include "segment.h"
+
+/*
+ * Set while this thread is inside a growth record. The unwinder may call
+ * back into malloc (and so into the pools) from the walk; such a nested
+ * growth records nothing instead of recursing. Initial-exec so reading it
+ * never allocates.
+ */
+static __thread int in_trace __attribute__((tls_model("initial-exec")));
+
+/*
+ * Return addresses of the callers, innermost first, skipping this file's
+ * own frame. An explicit unw_init_local/unw_step walk: unw_backtrace()
+ * keeps a per-thread cache whose destructor crashed under TSan at thread
+ * exit.
+ */
+static uint32_t capture(uint64_t *frames, uint32_t max)
+{
+	unw_context_t uc;
+	unw_cursor_t cur;
+	uint32_t n = 0;
+
+	if (max == 0 || unw_getcontext(&uc) != 0 || unw_init_local(&cur, &uc) != 0)
+		return 0;
+	while (n < max && unw_step(&cur) > 0) {
+		unw_word_t ip;
+
+		if (unw_get_reg(&cur, UNW_REG_IP, &ip) != 0 || ip == 0)
+			break;
+		frames[n++] = (uint64_t)ip;
+	}
+	return n;
+}
+
+void scratch__trace_growth(pid_t tid, uint64_t bytes, uint32_t cls, uint32_t owner)
+{
+	struct scratch_seg_header *h = scratch__segment_header();
+	struct scratch_seg_record *r;
+	uint64_t frames[SCRATCH_SEG_MAX_FRAMES];
+	uint32_t nframes;
+	uint64_t s;
+	int cpu, node;
+
+	if (h == NULL || h->ring_slots == 0 || in_trace)
+		return;
+	in_trace = 1;
+	nframes = capture(frames, h->record_frames);
+	scratch__os_getcpu(&cpu, &node);
+	s = __atomic_add_fetch(&h->ring_head, 1, __ATOMIC_RELAXED);
+	r = (struct scratch_seg_record *)((uint8_t *)h + h->ring_off +
+					  ((s - 1) & (h->ring_slots - 1)) * h->record_stride);
+	/* seq first, then (release) the payload: a reader that sees the new
+	 * seq_end below also sees seq == s, or knows the record is torn. */
+	__atomic_store_n(&r->seq, s, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	r->time_ns = scratch__os_realtime_ns();
+	r->bytes = bytes;
+	r->tid = (int32_t)tid;
+	r->cls = cls;
+	r->cpu = cpu;
+	r->node = node;
+	r->owner = owner;
+	r->nframes = nframes;
+	memcpy(r->frames, frames, nframes * sizeof(frames[0]));
+	r->check = scratch_seg_record_check(r, frames, nframes);
+	__atomic_store_n(&r->seq_end, s, __ATOMIC_RELEASE);
+	in_trace = 0;
+}

@@ -1,0 +1,1 @@
+# stats/: rules for this part (owned by whoever builds stats/).

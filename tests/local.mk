@@ -1,0 +1,17 @@
+# Tests: one Check runner with a suite per module, and Automake TESTS scripts
+# for the shim, the daemon and the CLI. Each part keeps its test rules in a
+# fragment of its own, included at the end.
+check_PROGRAMS += tests/check_scratch
+tests_check_scratch_SOURCES = tests/check_main.c tests/suites.h \
+	tests/check_conf.c tests/check_pool.c
+tests_check_scratch_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_check_scratch_LDADD = libscratch.la libscratch_conf.la $(CHECK_LIBS) $(PTHREAD_LIBS)
+TESTS += tests/check_scratch
+
+TESTS += tests/exports.test tests/man.test tests/format.test
+EXTRA_DIST += tests/exports.test tests/man.test tests/format.test tests/env.sh.in
+DISTCLEANFILES += tests/env.sh
+
+include $(srcdir)/tests/shim.mk
+include $(srcdir)/tests/stats.mk
+include $(srcdir)/tests/workers.mk

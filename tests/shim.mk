@@ -1,0 +1,1 @@
+# tests for shim (owned by whoever builds that part).

@@ -1,0 +1,10 @@
+/* suites.h - every Check suite of the one test runner. */
+#ifndef SCRATCH_TESTS_SUITES_H
+#define SCRATCH_TESTS_SUITES_H
+
+#include <check.h>
+
+Suite *conf_suite(void);
+Suite *pool_suite(void);
+
+#endif

@@ -1,0 +1,1 @@
+# tests for workers (owned by whoever builds that part).
