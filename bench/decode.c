@@ -1,0 +1,448 @@
+/*
+ * decode.c - a decode-loop host: what a CPU inference engine asks of malloc per token.
+ *
+ * Per generated token and per layer, every worker allocates its temporaries
+ * (16 KiB to 16 MiB: activations, packed GEMM panels, FFN intermediates),
+ * writes each once and frees them; the main thread allocates a 32 MiB shared
+ * buffer (attention scores) that the workers write, so its first touch happens
+ * on another thread; after the last layer the main thread allocates a 64 MiB
+ * logits buffer the workers fill. The 8-64 MiB per-token temporaries dominate,
+ * as in DESIGN.md.
+ *
+ * The program uses plain malloc/free and never links libscratch, so any
+ * allocator can be LD_PRELOADed under it unchanged. `make bench` compares
+ * allocators on it and `make demo` runs it under the shim.
+ *
+ * Variants:
+ *   default       workers allocate their own temporaries;
+ *   --main-alloc  the main thread allocates every buffer, the workers write;
+ *   --prealloc    the floor: every buffer allocated and pre-faulted (by the
+ *                 thread that writes it) once before the timer, then reused.
+ *
+ * Output: a human line, then one line "decode key=value ..." for scripts.
+ * tokens_per_s covers the whole run, warm-up included; steady_* figures cover
+ * the tokens after --warmup. Faults are minflt+majflt of the whole process.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#define KIB ((size_t)1 << 10)
+#define MIB ((size_t)1 << 20)
+
+/* A layer's per-worker temporaries, smallest first. */
+static const size_t temp_sizes[] = {16 * KIB, 64 * KIB, 256 * KIB, 1 * MIB,
+                                    4 * MIB,  8 * MIB,  16 * MIB};
+#define NTEMPS      (sizeof(temp_sizes) / sizeof(temp_sizes[0]))
+#define SHARED_SIZE (32 * MIB)
+#define LOGITS_SIZE (64 * MIB)
+#define MAX_WORKERS 64
+
+enum job_kind { JOB_LAYER, JOB_LOGITS, JOB_STOP };
+
+/* What the main thread publishes before releasing the workers. In the
+ * default variant bufs is unused: the workers allocate their own. */
+struct job {
+	enum job_kind kind;
+	unsigned char fill;
+	bool own_temps;
+	char *shared;
+	char *bufs[MAX_WORKERS][NTEMPS];
+};
+
+struct decode {
+	unsigned workers;
+	unsigned tokens;
+	unsigned layers;
+	unsigned warmup;
+	bool main_alloc;
+	bool prealloc;
+	pthread_barrier_t start;
+	pthread_barrier_t done;
+	struct job job;
+	int failed; /* set (to 1) by any thread whose malloc returned NULL */
+};
+
+struct worker {
+	struct decode *d;
+	unsigned id;
+	pthread_t thread;
+};
+
+/* Tell the compiler the bytes are read, so malloc+memset+free is not elided. */
+static void keep(void *p)
+{
+	__asm__ volatile("" : : "r"(p) : "memory");
+}
+
+static void write_once(char *p, size_t n, unsigned char fill)
+{
+	memset(p, fill, n);
+	keep(p);
+}
+
+/* Worker id's slice of a buffer of n bytes shared by all workers. */
+static void write_slice(const struct decode *d, unsigned id, char *p, size_t n, unsigned char fill)
+{
+	size_t lo = n / d->workers * id;
+	size_t hi = id + 1 == d->workers ? n : n / d->workers * (id + 1);
+
+	write_once(p + lo, hi - lo, fill);
+}
+
+/* One layer on one worker: all temporaries live at once, each written once,
+ * plus this worker's slice of the shared buffer. */
+static void run_layer(struct decode *d, unsigned id)
+{
+	struct job *job = &d->job;
+	char *temps[NTEMPS];
+	size_t i;
+
+	for (i = 0; i < NTEMPS; i++) {
+		temps[i] = job->own_temps ? malloc(temp_sizes[i]) : job->bufs[id][i];
+		if (!temps[i]) {
+			__atomic_store_n(&d->failed, 1, __ATOMIC_RELAXED);
+			break;
+		}
+		write_once(temps[i], temp_sizes[i], job->fill);
+	}
+	write_slice(d, id, job->shared, SHARED_SIZE, job->fill);
+	if (job->own_temps) {
+		while (i-- > 0)
+			free(temps[i]);
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct decode *d = w->d;
+
+	for (;;) {
+		pthread_barrier_wait(&d->start);
+		if (d->job.kind == JOB_STOP)
+			return NULL;
+		if (d->job.kind == JOB_LAYER)
+			run_layer(d, w->id);
+		else
+			write_slice(d, w->id, d->job.shared, LOGITS_SIZE, d->job.fill);
+		pthread_barrier_wait(&d->done);
+	}
+}
+
+/* Release the workers on the published job and wait until all finished it.
+ * The barriers order the job's stores before the workers' loads. */
+static void dispatch(struct decode *d, enum job_kind kind)
+{
+	d->job.kind = kind;
+	pthread_barrier_wait(&d->start);
+	if (kind != JOB_STOP)
+		pthread_barrier_wait(&d->done);
+}
+
+static char *alloc_or_fail(struct decode *d, size_t n)
+{
+	char *p = malloc(n);
+
+	if (!p)
+		d->failed = 1;
+	return p;
+}
+
+/* Buffers the floor keeps for the whole run: one set per worker, one shared
+ * buffer and one logits buffer. Returns false when malloc fails. */
+static bool prealloc_all(struct decode *d, char **shared, char **logits)
+{
+	unsigned w;
+	size_t i;
+
+	for (w = 0; w < d->workers; w++)
+		for (i = 0; i < NTEMPS; i++)
+			if (!(d->job.bufs[w][i] = alloc_or_fail(d, temp_sizes[i])))
+				return false;
+	*shared = alloc_or_fail(d, SHARED_SIZE);
+	*logits = alloc_or_fail(d, LOGITS_SIZE);
+	return *shared && *logits;
+}
+
+static void free_worker_bufs(struct decode *d)
+{
+	unsigned w;
+	size_t i;
+
+	for (w = 0; w < d->workers; w++)
+		for (i = 0; i < NTEMPS; i++) {
+			free(d->job.bufs[w][i]);
+			d->job.bufs[w][i] = NULL;
+		}
+}
+
+static bool alloc_worker_bufs(struct decode *d)
+{
+	unsigned w;
+	size_t i;
+
+	for (w = 0; w < d->workers; w++)
+		for (i = 0; i < NTEMPS; i++)
+			if (!(d->job.bufs[w][i] = alloc_or_fail(d, temp_sizes[i])))
+				return false;
+	return true;
+}
+
+/* One token: every layer, then the logits. Buffers come from malloc unless
+ * the floor passed its preallocated ones. Returns false when malloc failed. */
+static bool run_token(struct decode *d, unsigned tok, char *pre_shared, char *pre_logits)
+{
+	unsigned l;
+
+	for (l = 0; l < d->layers; l++) {
+		d->job.fill = (unsigned char)(tok * 31 + l + 1);
+		d->job.shared = pre_shared ? pre_shared : alloc_or_fail(d, SHARED_SIZE);
+		if (!d->job.shared)
+			return false;
+		if (d->main_alloc && !d->prealloc && !alloc_worker_bufs(d)) {
+			free_worker_bufs(d);
+			free(d->job.shared);
+			return false;
+		}
+		dispatch(d, JOB_LAYER);
+		if (d->main_alloc && !d->prealloc)
+			free_worker_bufs(d);
+		if (!pre_shared)
+			free(d->job.shared);
+		if (__atomic_load_n(&d->failed, __ATOMIC_RELAXED))
+			return false;
+	}
+	d->job.shared = pre_logits ? pre_logits : alloc_or_fail(d, LOGITS_SIZE);
+	if (!d->job.shared)
+		return false;
+	dispatch(d, JOB_LOGITS);
+	if (!pre_logits)
+		free(d->job.shared);
+	return true;
+}
+
+struct sample {
+	double t;
+	long faults;
+};
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static struct sample take_sample(void)
+{
+	struct rusage ru;
+	struct sample s;
+
+	getrusage(RUSAGE_SELF, &ru);
+	s.faults = ru.ru_minflt + ru.ru_majflt;
+	s.t = now();
+	return s;
+}
+
+/* Peak resident set in KiB: VmHWM of this process image (ru_maxrss would
+ * carry the high-water mark of whatever exec'ed us), else ru_maxrss. */
+static long peak_rss_kib(void)
+{
+	char line[256];
+	long kib = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (f) {
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
+				break;
+		fclose(f);
+	}
+	if (kib < 0) {
+		struct rusage ru;
+
+		getrusage(RUSAGE_SELF, &ru);
+		kib = ru.ru_maxrss;
+	}
+	return kib;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+	        "usage: decode [--threads N] [--tokens N] [--layers N] [--warmup N]\n"
+	        "              [--main-alloc] [--prealloc]\n"
+	        "  --threads N   worker threads besides the main thread (default 2, max %d)\n"
+	        "  --tokens N    tokens to decode, warm-up included (default 32)\n"
+	        "  --layers N    layers per token (default 4)\n"
+	        "  --warmup N    leading tokens left out of the steady-state figures "
+	        "(default 4)\n"
+	        "  --main-alloc  the main thread allocates every buffer, workers write\n"
+	        "  --prealloc    the floor: buffers allocated and pre-faulted before the timer\n",
+	        MAX_WORKERS);
+}
+
+static bool parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return false;
+	*ret = (unsigned)v;
+	return true;
+}
+
+/* Parse argv into d. Returns 0, 1 (help printed) or -1 (error printed). */
+static int parse_args(int argc, char **argv, struct decode *d)
+{
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		unsigned *target = NULL;
+		unsigned lo = 1, hi = 1u << 20;
+
+		if (!strcmp(a, "--main-alloc")) {
+			d->main_alloc = true;
+			continue;
+		}
+		if (!strcmp(a, "--prealloc")) {
+			d->prealloc = true;
+			continue;
+		}
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 1;
+		}
+		if (!strcmp(a, "--threads")) {
+			target = &d->workers;
+			hi = MAX_WORKERS;
+		} else if (!strcmp(a, "--tokens")) {
+			target = &d->tokens;
+		} else if (!strcmp(a, "--layers")) {
+			target = &d->layers;
+		} else if (!strcmp(a, "--warmup")) {
+			target = &d->warmup;
+			lo = 0;
+		}
+		if (!target) {
+			fprintf(stderr, "decode: unknown option '%s'\n", a);
+			usage(stderr);
+			return -1;
+		}
+		if (i + 1 >= argc || !parse_uint(argv[i + 1], lo, hi, target)) {
+			fprintf(stderr, "decode: %s needs a number from %u to %u\n", a, lo, hi);
+			return -1;
+		}
+		i++;
+	}
+	if (d->warmup >= d->tokens) {
+		fprintf(stderr, "decode: --warmup (%u) must be below --tokens (%u)\n", d->warmup,
+		        d->tokens);
+		return -1;
+	}
+	return 0;
+}
+
+static void report(const struct decode *d, struct sample s0, struct sample s1, struct sample s2)
+{
+	unsigned steady = d->tokens - d->warmup;
+	double secs = s2.t - s0.t;
+	double tps = d->tokens / secs;
+	double steady_tps = steady / (s2.t - s1.t);
+	double fpt = (double)(s2.faults - s0.faults) / d->tokens;
+	double steady_fpt = (double)(s2.faults - s1.faults) / steady;
+	long rss = peak_rss_kib();
+	const char *variant = d->prealloc ? "prealloc" : d->main_alloc ? "main-alloc" : "default";
+
+	printf("decode: %u workers, %u tokens x %u layers (%u warm-up), %s: %.2f tokens/s, "
+	       "%.1f faults/token in steady state (%.1f overall), peak RSS %.1f MiB\n",
+	       d->workers, d->tokens, d->layers, d->warmup, variant, tps, steady_fpt, fpt,
+	       (double)rss / 1024.0);
+	printf("decode variant=%s threads=%u tokens=%u layers=%u warmup=%u seconds=%.4f "
+	       "tokens_per_s=%.3f steady_tokens_per_s=%.3f faults=%ld faults_per_token=%.2f "
+	       "steady_faults_per_token=%.2f peak_rss_kib=%ld\n",
+	       variant, d->workers, d->tokens, d->layers, d->warmup, secs, tps, steady_tps,
+	       s2.faults - s0.faults, fpt, steady_fpt, rss);
+}
+
+/* The timed loop, with the workers already running. */
+static int decode_run(struct decode *d)
+{
+	char *pre_shared = NULL, *pre_logits = NULL;
+	struct sample s0, s1, s2;
+	unsigned tok;
+	int rc = 0;
+
+	d->job.own_temps = !d->main_alloc && !d->prealloc;
+	if (d->prealloc) {
+		if (!prealloc_all(d, &pre_shared, &pre_logits))
+			goto out_free;
+		/* Pre-fault outside the timer, each page by the thread that writes it. */
+		run_token(d, 0, pre_shared, pre_logits);
+	}
+	s0 = take_sample();
+	s1 = s0;
+	for (tok = 0; tok < d->tokens; tok++) {
+		if (tok == d->warmup)
+			s1 = take_sample();
+		if (!run_token(d, tok, pre_shared, pre_logits))
+			break;
+	}
+	s2 = take_sample();
+	if (!d->failed)
+		report(d, s0, s1, s2);
+out_free:
+	if (d->failed) {
+		fprintf(stderr, "decode: malloc failed\n");
+		rc = 1;
+	}
+	if (d->prealloc)
+		free_worker_bufs(d);
+	free(pre_shared);
+	free(pre_logits);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	static struct decode d = {.workers = 2, .tokens = 32, .layers = 4, .warmup = 4};
+	static struct worker w[MAX_WORKERS];
+	unsigned i;
+	int rc;
+
+	rc = parse_args(argc, argv, &d);
+	if (rc)
+		return rc > 0 ? 0 : 2;
+	if (pthread_barrier_init(&d.start, NULL, d.workers + 1) ||
+	    pthread_barrier_init(&d.done, NULL, d.workers + 1)) {
+		fprintf(stderr, "decode: pthread_barrier_init failed\n");
+		return 1;
+	}
+	for (i = 0; i < d.workers; i++) {
+		w[i].d = &d;
+		w[i].id = i;
+		rc = pthread_create(&w[i].thread, NULL, worker_main, &w[i]);
+		if (rc) {
+			fprintf(stderr, "decode: pthread_create: %s\n", strerror(rc));
+			return 1;
+		}
+	}
+	rc = decode_run(&d);
+	dispatch(&d, JOB_STOP);
+	for (i = 0; i < d.workers; i++)
+		pthread_join(w[i].thread, NULL);
+	return rc;
+}

@@ -1,0 +1,27 @@
+# bench/: `make bench` measures every figure DESIGN.md sets a target for, side
+# by side in one run, and prints each as a ratio beside its target.
+#
+# The host programs use plain malloc/free and never link libscratch, so any
+# allocator (or the shim) can be LD_PRELOADed under them unchanged.
+noinst_PROGRAMS += bench/decode bench/small bench/pair
+bench_decode_SOURCES = bench/decode.c
+bench_decode_LDADD = $(PTHREAD_LIBS)
+bench_small_SOURCES = bench/small.c
+bench_small_LDADD = $(PTHREAD_LIBS)
+bench_pair_SOURCES = bench/pair.c
+
+# Programs that print their own benchmark table; bench/run.sh runs each.
+# (Not *_PROGRAMS: automake would take that for a program primary.)
+BENCH_RUN =
+
+EXTRA_DIST += bench/run.sh
+
+bench: all
+	@if test "x$(SANITIZER)" != xnone; then \
+	  echo "make bench: this build uses --enable-sanitizers=$(SANITIZER); benchmark a plain build" >&2; \
+	  exit 1; fi; \
+	SCRATCH_TOP_BUILDDIR='$(abs_top_builddir)' \
+	BENCH_PROGRAMS='$(BENCH_RUN)' \
+	VALGRIND='$(VALGRIND)' \
+	PKG_CONFIG='$(PKG_CONFIG)' \
+	$(SHELL) $(srcdir)/bench/run.sh

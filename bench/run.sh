@@ -1,0 +1,384 @@
+#!/bin/sh
+# bench/run.sh - the `make bench` driver.
+#
+# Runs every benchmark DESIGN.md sets a target for, in one run, and prints
+# side-by-side tables of medians with each figure beside its target:
+#   1. the decode loop (bench/decode) under glibc, jemalloc (stock and with
+#      the PyTorch guides' tuning), tcmalloc, mimalloc, both shims and the
+#      preallocated floor, with workers allocating and with the main thread
+#      allocating;
+#   2. stats and tracing on versus off on the decode loop under the shim;
+#   3. small-allocation pass-through (bench/small) under each shim against
+#      its backend alone;
+#   4. a pooled malloc+free hit through each shim (bench/pair): ns per pair,
+#      and instructions per pair counted with callgrind;
+#   5. every program in $BENCH_PROGRAMS, each printing its own table.
+# Runs of one table are interleaved (A B C A B C ...) and the median of the
+# rounds is reported: the machine is shared and noisy.
+#
+# Environment: SCRATCH_TOP_BUILDDIR (set by make), BENCH_PROGRAMS, VALGRIND,
+# PKG_CONFIG (from configure); BENCH_ROUNDS (default 3) and BENCH_TOKENS
+# (default 32) to trade time for precision.
+set -u
+
+top=${SCRATCH_TOP_BUILDDIR:?run me through make bench}
+rounds=${BENCH_ROUNDS:-3}
+tokens=${BENCH_TOKENS:-32}
+layers=4
+warmup=4
+tuned='oversize_threshold:1,background_thread:true,metadata_thp:auto,dirty_decay_ms:9000000000,muzzy_decay_ms:9000000000'
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/scratch-bench.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT
+trap 'exit 130' INT TERM
+# Shim runs publish their stats segments in a private run directory, so the
+# benchmark neither needs nor disturbs a running scratchd.
+mkdir -m 700 "$T/run" || exit 1
+RES=$T/results
+: >"$RES"
+start=$(date +%s)
+
+# find_lib SONAME: the path of an installed shared library, or nothing.
+find_lib() {
+	p=$({ ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null; } |
+		awk -v n="$1" '$1 == n { print $NF; exit }')
+	if [ -z "$p" ] && [ -n "${PKG_CONFIG:-}" ]; then
+		for pc in jemalloc libtcmalloc_minimal mimalloc; do
+			d=$($PKG_CONFIG --variable=libdir "$pc" 2>/dev/null) || continue
+			if [ -n "$d" ] && [ -e "$d/$1" ]; then
+				p=$d/$1
+				break
+			fi
+		done
+	fi
+	echo "$p"
+}
+
+je=$(find_lib libjemalloc.so.2)
+tc=$(find_lib libtcmalloc_minimal.so.4)
+mi=$(find_lib libmimalloc.so.2)
+shim_glibc=$top/preload/.libs/libscratch-preload.so
+shim_je=$top/preload/.libs/libscratch-preload-jemalloc.so
+
+# cfg_env CFG: the environment assignments of one configuration.
+cfg_env() {
+	case $1 in
+	jemalloc) echo "LD_PRELOAD=$je" ;;
+	jemalloc-tuned) echo "LD_PRELOAD=$je MALLOC_CONF=$tuned" ;;
+	tcmalloc) echo "LD_PRELOAD=$tc" ;;
+	mimalloc) echo "LD_PRELOAD=$mi" ;;
+	shim-glibc) echo "LD_PRELOAD=$shim_glibc SCRATCH_RUNTIME_DIR=$T/run" ;;
+	shim-glibc-nostats)
+		echo "LD_PRELOAD=$shim_glibc SCRATCH_RUNTIME_DIR=$T/run SCRATCH_CONF=stats:false,trace:false"
+		;;
+	shim-jemalloc) echo "LD_PRELOAD=$shim_je SCRATCH_RUNTIME_DIR=$T/run" ;;
+	esac
+}
+
+# cfg_missing CFG: why CFG cannot run here, or nothing when it can.
+cfg_missing() {
+	case $1 in
+	jemalloc*) [ -n "$je" ] || echo "not installed" ;;
+	tcmalloc) [ -n "$tc" ] || echo "not installed" ;;
+	mimalloc) [ -n "$mi" ] || echo "not installed" ;;
+	shim-glibc*) [ -e "$shim_glibc" ] || echo "not built" ;;
+	shim-jemalloc) [ -e "$shim_je" ] || echo "not built" ;;
+	esac
+}
+
+# run TABLE CFG PROGRAM ARGS...: run one measurement and append its
+# key=value figures to $RES as "TABLE CFG KEY VALUE" lines.
+run() {
+	table=$1
+	cfg=$2
+	prog=$3
+	shift 3
+	why=$(cfg_missing "$cfg")
+	if [ -n "$why" ]; then
+		echo "$table $cfg missing $why" >>"$RES"
+		return
+	fi
+	# shellcheck disable=SC2046 # the assignments are meant to split
+	if out=$(env -u LD_PRELOAD -u MALLOC_CONF -u SCRATCH_CONF $(cfg_env "$cfg") \
+		"$top/bench/$prog" "$@" 2>"$T/err"); then
+		echo "$out" | awk -v t="$table" -v c="$cfg" -v tag="$prog" '
+			$1 == tag { for (i = 2; i <= NF; i++) { k = $i; sub(/=.*/, "", k)
+				v = $i; sub(/^[^=]*=/, "", v); print t, c, k, v } }' >>"$RES"
+	else
+		echo "$table $cfg failed exit status $?: $(head -c 200 "$T/err" | head -n 1)" >>"$RES"
+	fi
+}
+
+progress() {
+	printf '%s\n' "bench: $*" >&2
+}
+
+# The report: one awk program holding the median and table helpers, then
+# the table named by its first argument.
+report() {
+	awk -v which="$1" -v arg="${2:-}" '
+	function median(t, c, k,    n, i, j, x, a, s) {
+		n = split(vals[t, c, k], a, " ")
+		if (n == 0 || vals[t, c, k] == "")
+			return ""
+		for (i = 2; i <= n; i++) {
+			x = a[i] + 0
+			for (j = i - 1; j >= 1 && a[j] + 0 > x; j--)
+				a[j + 1] = a[j]
+			a[j + 1] = x
+		}
+		if (n % 2)
+			return a[(n + 1) / 2] + 0
+		return (a[n / 2] + a[n / 2 + 1]) / 2
+	}
+	function verdict(ok) {
+		return ok ? "ok" : "MISS"
+	}
+	# status(t, c): "" when measured, else why there is no figure.
+	function status(t, c) {
+		if ((t, c) in why)
+			return why[t, c]
+		if (!((t, c, "seen") in vals))
+			return "no result"
+		return ""
+	}
+	{
+		if ($3 == "missing" || $3 == "failed") {
+			s = $3 == "missing" ? "" : "failed: "
+			for (i = 4; i <= NF; i++)
+				s = s (i > 4 ? " " : "") $i
+			why[$1, $2] = s
+			next
+		}
+		vals[$1, $2, $3] = ((($1, $2, $3) in vals) ? vals[$1, $2, $3] " " : "") $4
+		vals[$1, $2, "seen"] = 1
+	}
+	function decode_table(t,    cfgs, names, n, i, c, tps, fl, tj, rss, frss, st, fs, fa) {
+		n = split("floor glibc jemalloc jemalloc-tuned tcmalloc mimalloc shim-glibc shim-jemalloc", cfgs, " ")
+		split("floor (prealloc)|glibc|jemalloc|jemalloc tuned|tcmalloc|mimalloc|shim on glibc|shim on jemalloc", names, "|")
+		fl = median(t, "floor", "tokens_per_s")
+		tj = median(t, "jemalloc-tuned", "tokens_per_s")
+		frss = median(t, "floor", "peak_rss_kib")
+		printf "  %-18s %9s %10s %9s %12s %9s %10s %10s\n", "", "tokens/s", "x floor", "x tuned", "faults/tok", "faults/", "peak RSS", "RSS"
+		printf "  %-18s %9s %10s %9s %12s %9s %10s %10s\n", "allocator", "", "(>= 1.00)", "jemalloc", "steady (0)", "tok all", "MiB", "x floor"
+		for (i = 1; i <= n; i++) {
+			c = cfgs[i]
+			st = status(t, c)
+			if (st != "") {
+				printf "  %-18s %s\n", names[i], st
+				continue
+			}
+			tps = median(t, c, "tokens_per_s")
+			fs = median(t, c, "steady_faults_per_token")
+			fa = median(t, c, "faults_per_token")
+			rss = median(t, c, "peak_rss_kib")
+			shim = c ~ /^shim/
+			printf "  %-18s %9.2f", names[i], tps
+			if (fl != "")
+				printf " %6.2fx %-3s", tps / fl, shim ? verdict(tps >= fl) : ""
+			else
+				printf " %10s", "-"
+			if (tj != "")
+				printf " %8.2fx", tps / tj
+			else
+				printf " %9s", "-"
+			printf " %7.2f %-4s %9.0f %10.1f", fs, shim ? verdict(fs < 0.05) : "", fa, rss / 1024
+			if (frss != "")
+				printf " %6.2fx %-4s", rss / frss, shim ? verdict(rss <= 1.25 * frss) : ""
+			printf "\n"
+		}
+	}
+	function stats_table(t,    on, off) {
+		if ((st = status(t, "shim-glibc")) != "" || (st = status(t, "shim-glibc-nostats")) != "") {
+			printf "  shim on glibc: %s\n", st
+			return
+		}
+		on = median(t, "shim-glibc", "tokens_per_s")
+		off = median(t, "shim-glibc-nostats", "tokens_per_s")
+		printf "  %-40s %10s\n", "shim on glibc, decode loop", "tokens/s"
+		printf "  %-40s %10.2f\n", "stats and trace off (stats:false,trace:false)", off
+		printf "  %-40s %10.2f\n", "stats and trace on (the default)", on
+		printf "  %-40s %9.2f%%   target <= 2%%: %s\n", "overhead = 1 - on/off", (1 - on / off) * 100, verdict(1 - on / off <= 0.02)
+	}
+	function small_table(t,    b, s, n, i, names, bs, ss, a, x) {
+		printf "  %-10s %16s %16s %10s   %s\n", "backend", "alone Mpairs/s", "shim Mpairs/s", "overhead", "target <= 5%"
+		split("glibc|jemalloc", names, "|")
+		split("glibc jemalloc", bs, " ")
+		split("shim-glibc shim-jemalloc", ss, " ")
+		for (i = 1; i <= 2; i++) {
+			if ((st = status(t, bs[i])) != "" || (st = status(t, ss[i])) != "") {
+				printf "  %-10s %s\n", names[i], st
+				continue
+			}
+			a = median(t, bs[i], "mpairs_per_s")
+			x = median(t, ss[i], "mpairs_per_s")
+			printf "  %-10s %16.2f %16.2f %9.2f%%   %s\n", names[i], a, x, (1 - x / a) * 100, verdict(1 - x / a <= 0.05)
+		}
+	}
+	function pair_table(t,    n, i, c, cfgs, names, ns, ir, shim) {
+		n = split("shim-glibc shim-jemalloc glibc jemalloc", cfgs, " ")
+		split("shim on glibc|shim on jemalloc|glibc alone|jemalloc alone", names, "|")
+		printf "  %-18s %10s %-14s %16s %s\n", "", "ns/pair", "target", "instructions/", "target"
+		printf "  %-18s %10s %-14s %16s %s\n", "allocator", "(median)", "", "pair (callgrind)", ""
+		for (i = 1; i <= n; i++) {
+			c = cfgs[i]
+			shim = c ~ /^shim/
+			if ((st = status(t, c)) != "") {
+				printf "  %-18s %s\n", names[i], st
+				continue
+			}
+			ns = median(t, c, "ns_per_pair")
+			printf "  %-18s %10.2f %-14s", names[i], ns, shim ? "<= 25: " verdict(ns <= 25) : "(reference)"
+			ir = median(t, c, "ir_per_pair")
+			if (ir == "")
+				printf " %16s\n", status(t, c "-cg") != "" ? status(t, c "-cg") : "-"
+			else
+				printf " %16.1f %s\n", ir, shim ? "<= 100: " verdict(ir <= 100) : "(reference)"
+		}
+	}
+	END {
+		if (which == "decode")
+			decode_table(arg)
+		else if (which == "stats")
+			stats_table("stats")
+		else if (which == "small")
+			small_table("small")
+		else if (which == "pair")
+			pair_table("pair")
+	}' "$RES"
+}
+
+cat <<EOF
+scratch benchmarks: $(nproc) CPUs, transparent huge pages: $(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo unknown), $(uname -sr)
+Each figure is the median of interleaved rounds measured in this run; targets are DESIGN.md's.
+Comparison allocators: jemalloc ${je:-not installed}, tcmalloc ${tc:-not installed}, mimalloc ${mi:-not installed}.
+
+EOF
+
+# --- 1. decode loop ----------------------------------------------------------
+decode_cfgs="floor glibc jemalloc jemalloc-tuned tcmalloc mimalloc shim-glibc shim-jemalloc"
+dargs="--tokens $tokens --layers $layers --warmup $warmup"
+r=1
+while [ "$r" -le "$rounds" ]; do
+	for variant in default main-alloc; do
+		progress "decode loop, $variant, round $r of $rounds"
+		vflag=
+		[ "$variant" = main-alloc ] && vflag=--main-alloc
+		for cfg in $decode_cfgs; do
+			if [ "$cfg" = floor ]; then
+				run "decode-$variant" floor decode $dargs $vflag --prealloc
+			else
+				# shellcheck disable=SC2086 # vflag is empty or one word
+				run "decode-$variant" "$cfg" decode $dargs $vflag
+			fi
+		done
+	done
+	r=$((r + 1))
+done
+
+cat <<EOF
+1. Decode loop (issue 3): 2 worker threads + main, $tokens tokens x $layers layers; per layer each
+   worker allocates temporaries of 16 KiB-16 MiB and the main thread a 32 MiB buffer the workers
+   write; per token a 64 MiB logits buffer. Every buffer is written once per use.
+   tokens/s covers the whole run including $warmup warm-up tokens; faults/token (minflt+majflt) in
+   the steady state after them; peak RSS is VmHWM. The floor preallocates and pre-faults every
+   buffer before its timer. Targets (for the shim rows): >= 1.00x the floor's tokens/s, 0 faults
+   per token in steady state, peak RSS <= 1.25x the floor's.
+
+ a) workers allocate their own temporaries:
+EOF
+report decode decode-default
+cat <<EOF
+
+ b) the main thread allocates every buffer, the workers write them (--main-alloc):
+EOF
+report decode decode-main-alloc
+
+# --- 2. stats and tracing on versus off --------------------------------------
+srounds=$((rounds * 2 + 1))
+r=1
+while [ "$r" -le "$srounds" ]; do
+	progress "stats on/off, round $r of $srounds"
+	run stats shim-glibc decode $dargs
+	run stats shim-glibc-nostats decode $dargs
+	r=$((r + 1))
+done
+cat <<EOF
+
+2. Stats and tracing on versus off (issue 4): the decode loop (workers allocate) under the shim on
+   glibc, default SCRATCH_CONF against SCRATCH_CONF=stats:false,trace:false; median of $srounds
+   interleaved rounds. Target: overhead <= 2%.
+EOF
+report stats
+
+# --- 3. small-allocation pass-through ----------------------------------------
+r=1
+while [ "$r" -le "$srounds" ]; do
+	progress "small allocations, round $r of $srounds"
+	for cfg in glibc shim-glibc jemalloc shim-jemalloc; do
+		run small "$cfg" small --threads 2
+	done
+	r=$((r + 1))
+done
+cat <<EOF
+
+3. Small-allocation pass-through (issue 3): 2 threads, each replacing one of 64 live blocks of
+   16 B-1 KiB per step (malloc+free pairs); the shim forwards these to its backend. Each shim
+   against its backend alone; median of $srounds interleaved rounds. Target: overhead <= 5%.
+EOF
+report small
+
+# --- 4. pooled malloc+free hit -----------------------------------------------
+pair_size=262144
+r=1
+while [ "$r" -le "$srounds" ]; do
+	progress "pooled pair, round $r of $srounds"
+	for cfg in shim-glibc shim-jemalloc glibc jemalloc; do
+		run pair "$cfg" pair --size $pair_size
+	done
+	r=$((r + 1))
+done
+
+# callgrind_ir CFG PAIRS: total instructions (Ir) of bench/pair under CFG.
+callgrind_ir() {
+	# shellcheck disable=SC2046
+	env -u LD_PRELOAD -u MALLOC_CONF -u SCRATCH_CONF $(cfg_env "$1") \
+		"$VALGRIND" --tool=callgrind --callgrind-out-file="$T/cg.out" \
+		"$top/bench/pair" --pairs "$2" --size $pair_size >/dev/null 2>"$T/cg.err" &&
+		awk '$1 == "summary:" || $1 == "totals:" { print $2; exit }' "$T/cg.out"
+}
+n=200000
+for cfg in shim-glibc shim-jemalloc glibc jemalloc; do
+	[ -z "$(cfg_missing "$cfg")" ] || continue
+	if [ -z "${VALGRIND:-}" ]; then
+		echo "pair $cfg-cg missing valgrind not installed" >>"$RES"
+		continue
+	fi
+	progress "callgrind, $cfg"
+	a=$(callgrind_ir "$cfg" $n)
+	b=$(callgrind_ir "$cfg" $((2 * n)))
+	if [ -n "$a" ] && [ -n "$b" ]; then
+		echo "pair $cfg ir_per_pair $(awk -v a="$a" -v b="$b" -v n=$n 'BEGIN { printf "%.2f", (b - a) / n }')" >>"$RES"
+	else
+		echo "pair $cfg-cg failed callgrind: $(head -n 1 "$T/cg.err")" >>"$RES"
+	fi
+done
+cat <<EOF
+
+4. Pooled malloc+free hit (issue 3): one thread, malloc+free of a $pair_size-byte block (scratch-
+   sized, so every pair after the first is a hit in the thread's cache); ns per pair is the median
+   of $srounds interleaved runs of 10^7 pairs; instructions per pair are callgrind's total for 2N
+   pairs minus N pairs, divided by N (N = $n). Targets: <= 25 ns and <= 100 instructions.
+EOF
+report pair
+
+# --- 5. programs that print their own tables ---------------------------------
+for prog in ${BENCH_PROGRAMS:-}; do
+	progress "$prog"
+	echo
+	echo "== $prog (prints its own table) =="
+	"$top/$prog" || echo "$prog: failed with exit status $?"
+done
+
+echo
+echo "make bench: done in $(($(date +%s) - start)) s"
