@@ -1,1 +1,22 @@
-# preload/: rules for this part (owned by whoever builds preload/).
+# preload/: the LD_PRELOAD shim, one shared object per backend. Both are
+# libtool modules over the one libscratch.so, so a host that links
+# libscratch itself shares the same pools. override.c is the malloc family;
+# glibc.c and jemalloc.c are the backend glue (backend.h).
+lib_LTLIBRARIES += preload/libscratch-preload.la preload/libscratch-preload-jemalloc.la
+
+# The shim defines malloc: the compiler must not turn its own code into
+# calls to it (malloc+memset into calloc, say).
+PRELOAD_CFLAGS = $(AM_CFLAGS) $(VISIBILITY_CFLAGS) -ftls-model=initial-exec \
+	-fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc -fno-builtin-free
+PRELOAD_LDFLAGS = -module -avoid-version -shared -no-undefined -Wl,-z,nodelete
+
+preload_libscratch_preload_la_SOURCES = preload/override.c preload/backend.h preload/glibc.c
+preload_libscratch_preload_la_CFLAGS = $(PRELOAD_CFLAGS)
+preload_libscratch_preload_la_LDFLAGS = $(PRELOAD_LDFLAGS)
+preload_libscratch_preload_la_LIBADD = libscratch.la
+
+preload_libscratch_preload_jemalloc_la_SOURCES = preload/override.c preload/backend.h \
+	preload/jemalloc.c
+preload_libscratch_preload_jemalloc_la_CFLAGS = $(PRELOAD_CFLAGS) $(JEMALLOC_CFLAGS)
+preload_libscratch_preload_jemalloc_la_LDFLAGS = $(PRELOAD_LDFLAGS)
+preload_libscratch_preload_jemalloc_la_LIBADD = libscratch.la $(JEMALLOC_LIBS)
