@@ -850,6 +850,8 @@ SCRATCH_COLD static void release_slow(struct tcache *tc, uint32_t id)
 	uint64_t cap = g.cls_size[d->cls];
 	int saved = errno;
 
+	if (tc == TC_NONE)
+		tc = tc_get(); /* a thread whose first pool call is a free */
 	if (d->owner == 0) {
 		/* An orphan lease: straight back to the depot. */
 		pthread_mutex_lock(&g.lock);
@@ -954,11 +956,15 @@ void scratch_thread_flush(void)
 {
 	struct tcache *tc = tls_tc;
 
-	if (!is_tc(tc))
+	if (!scratch__init())
 		return;
-	tc_drain_remote(tc);
+	if (is_tc(tc))
+		tc_drain_remote(tc);
 	pthread_mutex_lock(&g.lock);
-	tc_flush_locked(tc);
+	if (is_tc(tc))
+		tc_flush_locked(tc);
+	if (g.zombies > 0)
+		reap_zombies();
 	pthread_mutex_unlock(&g.lock);
 }
 

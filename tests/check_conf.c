@@ -1,0 +1,212 @@
+/*
+ * check_conf.c - the SCRATCH_CONF parser, a pure function.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+#include "suites.h"
+
+struct warnings {
+	int n;
+	char last[256];
+};
+
+static void collect(void *ctx, const char *line)
+{
+	struct warnings *w = ctx;
+
+	w->n++;
+	strncpy(w->last, line, sizeof(w->last) - 1);
+}
+
+static int parse(const char *s, struct scratch__conf *c, struct warnings *w)
+{
+	memset(w, 0, sizeof(*w));
+	scratch__conf_defaults(c);
+	return scratch__conf_parse(s, c, collect, w);
+}
+
+START_TEST(test_defaults)
+{
+	struct scratch__conf c;
+	struct warnings w;
+
+	ck_assert_int_eq(parse("", &c, &w), 0);
+	ck_assert_int_eq(parse(NULL, &c, &w), 0);
+	ck_assert(c.enabled);
+	ck_assert_uint_eq(c.min_size, 64 << 10);
+	ck_assert_uint_eq(c.max_size, 1 << 30);
+	ck_assert(c.stats && c.trace && c.thp && c.inherit && !c.keep_segment);
+	ck_assert_int_eq(w.n, 0);
+}
+END_TEST
+
+START_TEST(test_good_values)
+{
+	struct scratch__conf c;
+	struct warnings w;
+
+	ck_assert_int_eq(parse("min_size:128K,max_size:2G,cache_count:3,cache_bytes:1MiB,"
+			       "enabled:false,stats:off,trace:no,trace_frames:4,keep_segment:yes,"
+			       "depot_bytes:0,reserve:1T,trace_ring:1024,max_threads:7,inherit:0",
+			       &c, &w),
+			 0);
+	ck_assert_uint_eq(c.min_size, 128 << 10);
+	ck_assert_uint_eq(c.max_size, UINT64_C(2) << 30);
+	ck_assert_uint_eq(c.cache_count, 3);
+	ck_assert_uint_eq(c.cache_bytes, 1 << 20);
+	ck_assert(!c.enabled && !c.stats && !c.trace && c.keep_segment && !c.inherit);
+	ck_assert_uint_eq(c.trace_frames, 4);
+	ck_assert_uint_eq(c.depot_bytes, 0);
+	ck_assert_uint_eq(c.reserve, UINT64_C(1) << 40);
+	ck_assert_uint_eq(c.trace_ring, 1024);
+	ck_assert_uint_eq(c.max_threads, 7);
+	ck_assert_int_eq(w.n, 0);
+}
+END_TEST
+
+START_TEST(test_bad_values_keep_defaults)
+{
+	static const char *const bad[] = {
+		"min_size:6x4",      "min_size:",        "min_size:-1",    "min_size:1K",
+		"cache_count:4K",    "cache_count:abc",  "enabled:maybe",  "trace_frames:17",
+		"trace_ring:1000",   "max_threads:0",    "reserve:1M",     "nosuchkey:1",
+		"justakey",          "min_size:99999999999999999999", "max_size:1GX",
+		"cache_bytes:12Q",
+	};
+	struct scratch__conf c, def;
+	struct warnings w;
+	char a[512], b[512];
+
+	scratch__conf_defaults(&def);
+	scratch__conf_format(&def, b, sizeof(b));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_msg(parse(bad[i], &c, &w) == 1, "'%s' not refused", bad[i]);
+		ck_assert_int_eq(w.n, 1);
+		scratch__conf_format(&c, a, sizeof(a));
+		ck_assert_msg(strcmp(a, b) == 0, "'%s' changed the config", bad[i]);
+	}
+}
+END_TEST
+
+START_TEST(test_messages)
+{
+	struct scratch__conf c;
+	struct warnings w;
+
+	parse("min_size:6x4", &c, &w);
+	ck_assert_str_eq(w.last, "invalid value for min_size: '6x4', using 65536");
+	parse("bogus:1", &c, &w);
+	ck_assert_str_eq(w.last, "unknown SCRATCH_CONF key 'bogus', ignored");
+	parse("bogus", &c, &w);
+	ck_assert_str_eq(w.last, "malformed SCRATCH_CONF entry 'bogus' (expected key:value), ignored");
+	/* control characters never reach the terminal */
+	parse("x\x1b[2J:1", &c, &w);
+	ck_assert_ptr_null(strchr(w.last, '\x1b'));
+}
+END_TEST
+
+START_TEST(test_mixed_and_empty_entries)
+{
+	struct scratch__conf c;
+	struct warnings w;
+
+	ck_assert_int_eq(parse(",,cache_count:2,,bad:1,cache_bytes:2M,", &c, &w), 1);
+	ck_assert_uint_eq(c.cache_count, 2);
+	ck_assert_uint_eq(c.cache_bytes, 2 << 20);
+	/* later entries win */
+	ck_assert_int_eq(parse("cache_count:2,cache_count:5", &c, &w), 0);
+	ck_assert_uint_eq(c.cache_count, 5);
+}
+END_TEST
+
+START_TEST(test_cross_key_rules)
+{
+	struct scratch__conf c;
+	struct warnings w;
+
+	ck_assert_int_eq(parse("min_size:2M,max_size:1M", &c, &w), 1);
+	ck_assert_uint_eq(c.min_size, 64 << 10);
+	ck_assert_uint_eq(c.max_size, 1 << 30);
+	ck_assert_int_eq(parse("reserve:1G,max_size:1G", &c, &w), 1);
+	ck_assert_uint_eq(c.max_size, 1 << 30);
+	ck_assert_uint_ge(c.reserve / 4, c.max_size);
+}
+END_TEST
+
+START_TEST(test_sizes)
+{
+	uint64_t v;
+
+	ck_assert(scratch__parse_size("0", 1, &v) && v == 0);
+	ck_assert(scratch__parse_size("64K", 3, &v) && v == 65536);
+	ck_assert(scratch__parse_size("64KiB", 5, &v) && v == 65536);
+	ck_assert(scratch__parse_size("64kb", 4, &v) && v == 65536);
+	ck_assert(scratch__parse_size("3m", 2, &v) && v == 3 << 20);
+	ck_assert(scratch__parse_size("100B", 4, &v) && v == 100);
+	ck_assert(scratch__parse_size("16T", 3, &v) && v == UINT64_C(16) << 40);
+	ck_assert(!scratch__parse_size("", 0, &v));
+	ck_assert(!scratch__parse_size("K", 1, &v));
+	ck_assert(!scratch__parse_size("20000000T", 9, &v));
+	ck_assert(!scratch__parse_size("1.5M", 4, &v));
+	ck_assert(!scratch__parse_size("1MM", 3, &v));
+}
+END_TEST
+
+START_TEST(test_lookup_and_format)
+{
+	struct scratch__conf c;
+	uint64_t v = 42;
+	char buf[512];
+
+	scratch__conf_defaults(&c);
+	ck_assert_int_eq(scratch__conf_lookup(&c, "min_size", &v), 0);
+	ck_assert_uint_eq(v, 65536);
+	ck_assert_int_eq(scratch__conf_lookup(&c, "stats", &v), 0);
+	ck_assert_uint_eq(v, 1);
+	v = 42;
+	ck_assert_int_eq(scratch__conf_lookup(&c, "nope", &v), -ENOENT);
+	ck_assert_uint_eq(v, 42);
+	ck_assert_int_eq(scratch__conf_lookup(&c, NULL, &v), -EINVAL);
+	scratch__conf_format(&c, buf, sizeof(buf));
+	ck_assert_ptr_nonnull(strstr(buf, "min_size:65536,"));
+	ck_assert_ptr_nonnull(strstr(buf, "keep_segment:false"));
+	/* the rendering parses back to the same configuration */
+	{
+		struct scratch__conf back;
+		struct warnings w;
+
+		char again[512];
+
+		parse(buf, &back, &w);
+		ck_assert_int_eq(w.n, 0);
+		scratch__conf_format(&back, again, sizeof(again));
+		ck_assert_str_eq(again, buf);
+	}
+	/* truncation is safe */
+	scratch__conf_format(&c, buf, 8);
+	ck_assert_uint_eq(strlen(buf), 7);
+}
+END_TEST
+
+Suite *conf_suite(void)
+{
+	Suite *s = suite_create("conf");
+	TCase *tc = tcase_create("parse");
+
+	tcase_add_test(tc, test_defaults);
+	tcase_add_test(tc, test_good_values);
+	tcase_add_test(tc, test_mixed_and_empty_entries);
+	tcase_add_test(tc, test_sizes);
+	tcase_add_test(tc, test_lookup_and_format);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("misuse");
+	tcase_add_test(tc, test_bad_values_keep_defaults);
+	tcase_add_test(tc, test_messages);
+	tcase_add_test(tc, test_cross_key_rules);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,726 @@
+/*
+ * check_pool.c - the thread-local scratch pools, through the public API.
+ *
+ * Check forks every test, so each test may set SCRATCH_CONF before its
+ * first pool call: the library reads it once, on first use.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "scratch.h"
+#include "suites.h"
+
+#define KIB ((size_t)1 << 10)
+#define MIB ((size_t)1 << 20)
+
+static struct scratch_stats thread_stats(void)
+{
+	struct scratch_stats s;
+
+	ck_assert_int_eq(scratch_stats_thread(&s), 0);
+	return s;
+}
+
+static struct scratch_stats total_stats(void)
+{
+	struct scratch_stats s;
+
+	ck_assert_int_eq(scratch_stats_total(&s), 0);
+	return s;
+}
+
+static void *run_thread(void *(*fn)(void *), void *arg)
+{
+	pthread_t t;
+	void *ret;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, fn, arg), 0);
+	ck_assert_int_eq(pthread_join(t, &ret), 0);
+	return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* core                                                                    */
+/* ---------------------------------------------------------------------- */
+
+START_TEST(test_miss_then_hit)
+{
+	void *p, *q;
+	struct scratch_stats s;
+
+	p = scratch_acquire(100 * KIB);
+	ck_assert_ptr_nonnull(p);
+	s = thread_stats();
+	ck_assert_uint_eq(s.allocs, 1);
+	ck_assert_uint_eq(s.misses, 1);
+	ck_assert_uint_eq(s.hits, 0);
+	ck_assert_int_eq(scratch_release(p), 0);
+	q = scratch_acquire(100 * KIB);
+	ck_assert_ptr_eq(p, q); /* LIFO: the same, warm block */
+	s = thread_stats();
+	ck_assert_uint_eq(s.allocs, 2);
+	ck_assert_uint_eq(s.hits, 1);
+	ck_assert_uint_eq(s.misses, 1);
+	ck_assert_uint_eq(s.frees, 1);
+	ck_assert_int_eq(scratch_release(q), 0);
+}
+END_TEST
+
+static void *first_acquire(void *arg)
+{
+	struct scratch_stats *out = arg;
+	void *p = scratch_acquire(100 * KIB);
+
+	*out = thread_stats();
+	scratch_release(p);
+	return NULL;
+}
+
+START_TEST(test_threads_isolated)
+{
+	struct scratch_stats s;
+	void *p = scratch_acquire(100 * KIB);
+
+	scratch_release(p); /* now cached in this thread */
+	run_thread(first_acquire, &s);
+	ck_assert_uint_eq(s.allocs, 1);
+	ck_assert_uint_eq(s.misses, 1);
+	ck_assert_uint_eq(s.hits, 0);
+}
+END_TEST
+
+START_TEST(test_classes_apart)
+{
+	void *a = scratch_acquire(64 * KIB), *b;
+	struct scratch_stats s;
+
+	scratch_release(a);
+	b = scratch_acquire(200 * KIB);
+	ck_assert_ptr_ne(a, b);
+	s = thread_stats();
+	ck_assert_uint_eq(s.misses, 2);
+	ck_assert_uint_eq(s.hits, 0);
+	ck_assert_uint_ge(scratch_usable_size(b), 200 * KIB);
+	scratch_release(b);
+	/* the 64 KiB block is still there for its own class */
+	ck_assert_ptr_eq(scratch_acquire(64 * KIB), a);
+}
+END_TEST
+
+START_TEST(test_usable_size_and_alignment)
+{
+	unsigned seed = 7;
+	size_t lo, hi;
+
+	ck_assert(scratch_range(&lo, &hi));
+	ck_assert_uint_eq(lo, 64 * KIB);
+	ck_assert_uint_eq(hi, 1024 * MIB);
+	for (int i = 0; i < 400; i++) {
+		size_t size = lo + (size_t)rand_r(&seed) % (i < 300 ? 8 * MIB : 300 * MIB);
+		void *p = scratch_acquire(size);
+		size_t cap = scratch_usable_size(p);
+
+		ck_assert_ptr_nonnull(p);
+		ck_assert_uint_ge(cap, size);
+		ck_assert_uint_eq(cap, scratch_class_size(size));
+		/* at most 25% above the request */
+		ck_assert_msg(cap * 4 <= size * 5, "size %zu got %zu", size, cap);
+		ck_assert_uint_eq((uintptr_t)p % 4096, 0);
+		if (cap >= 2 * MIB)
+			ck_assert_uint_eq((uintptr_t)p % (2 * MIB), 0);
+		/* the first and the last byte are writable */
+		((char *)p)[0] = 1;
+		((char *)p)[cap - 1] = 1;
+		ck_assert_int_eq(scratch_release(p), 0);
+	}
+	ck_assert_uint_eq(scratch_class_size(lo), lo);
+	ck_assert_uint_eq(scratch_class_size(lo - 1), 0);
+	ck_assert_uint_eq(scratch_class_size(hi + 1), 0);
+}
+END_TEST
+
+START_TEST(test_out_of_range)
+{
+	errno = 0;
+	ck_assert_ptr_null(scratch_acquire(1000));
+	ck_assert_int_eq(errno, ERANGE);
+	errno = 0;
+	ck_assert_ptr_null(scratch_acquire((size_t)2 << 30));
+	ck_assert_int_eq(errno, ERANGE);
+	errno = 0;
+	ck_assert_ptr_null(scratch_acquire_aligned(3, 64 * KIB));
+	ck_assert_int_eq(errno, EINVAL);
+	errno = 0;
+	ck_assert_ptr_null(scratch_acquire_aligned(8192, 64 * KIB)); /* above page alignment */
+	ck_assert_int_eq(errno, EINVAL);
+	void *p = scratch_acquire_aligned(2 * MIB, 4 * MIB);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq((uintptr_t)p % (2 * MIB), 0);
+	scratch_release(p);
+	p = scratch_acquire_aligned(4096, 64 * KIB);
+	ck_assert_ptr_nonnull(p);
+	scratch_release(p);
+}
+END_TEST
+
+START_TEST(test_foreign_pointers)
+{
+	char local[64];
+	void *heap = malloc(100);
+	char *p = scratch_acquire(64 * KIB);
+	int saved;
+
+	ck_assert(!scratch_owns(NULL));
+	ck_assert(!scratch_owns(local));
+	ck_assert(!scratch_owns(heap));
+	ck_assert(scratch_owns(p));
+	ck_assert(!scratch_owns(p + 4096)); /* inside, but not a block start */
+	ck_assert(!scratch_owns(p + 1));
+	ck_assert_uint_eq(scratch_usable_size(heap), 0);
+	errno = 1234;
+	ck_assert_int_eq(scratch_release(heap), -EINVAL);
+	ck_assert_int_eq(scratch_release(NULL), -EINVAL);
+	ck_assert_int_eq(scratch_release(p + 4096), -EINVAL);
+	saved = errno;
+	ck_assert_int_eq(saved, 1234); /* never changes errno */
+	ck_assert_int_eq(scratch_release(p), 0);
+	ck_assert(!scratch_owns(p)); /* idle blocks are not lent */
+	ck_assert_int_eq(scratch_release(p), -EINVAL); /* a double free is refused */
+	ck_assert_int_eq(errno, 1234);
+	free(heap);
+}
+END_TEST
+
+START_TEST(test_zeroed)
+{
+	char *p = scratch_acquire_zeroed(300 * KIB), *q;
+
+	ck_assert_ptr_nonnull(p);
+	for (size_t i = 0; i < 300 * KIB; i += 512)
+		ck_assert_int_eq(p[i], 0);
+	memset(p, 0xab, 300 * KIB);
+	scratch_release(p);
+	q = scratch_acquire_zeroed(300 * KIB);
+	ck_assert_ptr_eq(p, q); /* recycled, so it had to be cleared */
+	for (size_t i = 0; i < 300 * KIB; i++)
+		ck_assert_int_eq(q[i], 0);
+	scratch_release(q);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* limits                                                                  */
+/* ---------------------------------------------------------------------- */
+
+START_TEST(test_cache_count_bound)
+{
+	void *p[10];
+	struct scratch_stats s0, s;
+
+	setenv("SCRATCH_CONF", "cache_count:4", 1);
+	for (int i = 0; i < 10; i++)
+		p[i] = scratch_acquire(64 * KIB);
+	for (int i = 0; i < 10; i++)
+		scratch_release(p[i]);
+	s0 = thread_stats();
+	for (int i = 0; i < 10; i++)
+		p[i] = scratch_acquire(64 * KIB);
+	s = thread_stats();
+	ck_assert_uint_eq(s.hits - s0.hits, 4);
+	ck_assert_uint_eq(s.depot_hits - s0.depot_hits, 6);
+	ck_assert_uint_eq(s.misses, 10);
+	for (int i = 0; i < 10; i++)
+		scratch_release(p[i]);
+}
+END_TEST
+
+START_TEST(test_cache_bytes_bound)
+{
+	void *p[8];
+	struct scratch_stats s;
+
+	setenv("SCRATCH_CONF", "cache_bytes:256K,depot_bytes:0", 1);
+	for (int i = 0; i < 8; i++)
+		p[i] = scratch_acquire(64 * KIB);
+	for (int i = 0; i < 8; i++)
+		scratch_release(p[i]);
+	/* four stay cached; the depot takes nothing, so four went to the OS */
+	s = total_stats();
+	ck_assert_uint_eq(s.retained, 256 * KIB);
+	ck_assert_uint_eq(s.trimmed, 256 * KIB);
+	ck_assert_uint_eq(s.leased, 0);
+}
+END_TEST
+
+START_TEST(test_trim)
+{
+	char *p = scratch_acquire(1 * MIB), *q = scratch_acquire(3 * MIB);
+	struct scratch_stats s;
+	size_t released;
+
+	memset(p, 0x5a, 1 * MIB);
+	scratch_release(p);
+	released = scratch_trim();
+	ck_assert_uint_eq(released, 1 * MIB);
+	s = total_stats();
+	ck_assert_uint_eq(s.retained, scratch_usable_size(q)); /* the lent block stays */
+	ck_assert_uint_eq(s.leased, scratch_usable_size(q));
+	ck_assert_uint_eq(s.trimmed, 1 * MIB);
+	/* the trimmed block comes back with fresh (zero) pages */
+	p = scratch_acquire(1 * MIB);
+	ck_assert_int_eq(p[0], 0);
+	ck_assert_int_eq(p[1 * MIB - 1], 0);
+	s = thread_stats();
+	ck_assert_uint_eq(s.misses, 3);
+	scratch_release(p);
+	scratch_release(q);
+	scratch_thread_flush();
+	s = thread_stats();
+	ck_assert_uint_eq(s.retained, 0);
+	ck_assert_uint_eq(total_stats().retained, 1 * MIB + scratch_class_size(3 * MIB));
+}
+END_TEST
+
+static void *cache_one(void *arg)
+{
+	void *p = scratch_acquire(2 * MIB);
+
+	(void)arg;
+	scratch_release(p);
+	return p;
+}
+
+START_TEST(test_trim_reaches_other_threads)
+{
+	/* another thread's idle block is flushed at that thread's next call */
+	void *p = scratch_acquire(64 * KIB);
+
+	scratch_release(p);
+	(void)run_thread(cache_one, NULL); /* exits: its cache went to the depot */
+	ck_assert_uint_eq(scratch_trim(), 64 * KIB + 2 * MIB);
+	ck_assert_uint_eq(total_stats().retained, 0);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* threads                                                                 */
+/* ---------------------------------------------------------------------- */
+
+static pthread_barrier_t four;
+
+static void *hundred(void *arg)
+{
+	struct scratch_stats *out = arg;
+
+	/* All four run at once, so none inherits another's exited cache. */
+	pthread_barrier_wait(&four);
+	for (int i = 0; i < 100; i++) {
+		char *p = scratch_acquire(256 * KIB);
+
+		p[i] = (char)i;
+		scratch_release(p);
+	}
+	*out = thread_stats();
+	pthread_barrier_wait(&four);
+	return NULL;
+}
+
+START_TEST(test_four_threads_hit_rate)
+{
+	pthread_t t[4];
+	struct scratch_stats s[4], tot;
+
+	pthread_barrier_init(&four, NULL, 4);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, hundred, &s[i]), 0);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_uint_eq(s[i].allocs, 100);
+		ck_assert_uint_eq(s[i].misses, 1);
+		ck_assert((double)s[i].hits / (double)s[i].allocs >= 0.99);
+	}
+	tot = total_stats();
+	ck_assert_uint_eq(tot.allocs, 400);
+	ck_assert_uint_eq(tot.misses, 4);
+	ck_assert_uint_eq(tot.hits, 396);
+	ck_assert_uint_eq(tot.threads, 4);
+}
+END_TEST
+
+struct handoff {
+	void *p;
+	struct scratch_stats st;
+};
+
+static void *free_elsewhere(void *arg)
+{
+	struct handoff *h = arg;
+
+	ck_assert_int_eq(scratch_release(h->p), 0);
+	h->st = thread_stats();
+	return NULL;
+}
+
+START_TEST(test_remote_free_returns_to_owner)
+{
+	struct handoff h = {.p = scratch_acquire(512 * KIB)};
+	struct scratch_stats s;
+	void *again;
+
+	memset(h.p, 1, 512 * KIB);
+	run_thread(free_elsewhere, &h);
+	ck_assert_uint_eq(h.st.remote_frees_out, 1);
+	ck_assert_uint_eq(h.st.frees, 1);
+	ck_assert_uint_eq(h.st.retained, 0);
+	s = thread_stats();
+	ck_assert_uint_eq(s.remote_frees_in, 1);
+	ck_assert_uint_eq(s.leased, 0); /* credited at once */
+	ck_assert_uint_eq(s.retained, 512 * KIB);
+	again = scratch_acquire(512 * KIB);
+	ck_assert_ptr_eq(again, h.p); /* the owner gets its warm pages back */
+	s = thread_stats();
+	ck_assert_uint_eq(s.hits, 1);
+	ck_assert_uint_eq(s.misses, 1);
+	scratch_release(again);
+}
+END_TEST
+
+START_TEST(test_exited_thread_cache_reused)
+{
+	void *theirs = run_thread(cache_one, NULL), *mine;
+	struct scratch_stats s;
+
+	mine = scratch_acquire(2 * MIB);
+	ck_assert_ptr_eq(mine, theirs);
+	s = thread_stats();
+	ck_assert_uint_eq(s.depot_hits, 1);
+	ck_assert_uint_eq(s.misses, 0);
+	ck_assert_uint_eq(s.retained, 2 * MIB);
+	scratch_release(mine);
+}
+END_TEST
+
+static void *lease_and_exit(void *arg)
+{
+	(void)arg;
+	return scratch_acquire(128 * KIB);
+}
+
+START_TEST(test_block_outlives_its_thread)
+{
+	void *p = run_thread(lease_and_exit, NULL);
+	struct scratch_stats s = total_stats();
+
+	ck_assert_uint_eq(s.leased, 128 * KIB);
+	ck_assert_uint_eq(s.retained, 128 * KIB);
+	ck_assert_int_eq(scratch_release(p), 0);
+	s = total_stats();
+	ck_assert_uint_eq(s.leased, 0);
+	ck_assert_uint_eq(s.retained, 128 * KIB);
+	/* the exited owner's slot is reclaimed and its block reused */
+	p = scratch_acquire(128 * KIB);
+	s = thread_stats();
+	ck_assert_uint_eq(s.misses, 0);
+	scratch_release(p);
+	s = total_stats();
+	ck_assert_uint_eq(s.allocs, 2);
+	ck_assert_uint_eq(s.frees, 2);
+	ck_assert_uint_eq(s.leased, 0);
+}
+END_TEST
+
+#define NT 4
+
+struct sum_arg {
+	int seed;
+	struct scratch_stats st;
+};
+
+static void *random_work(void *arg)
+{
+	struct sum_arg *a = arg;
+	unsigned seed = (unsigned)a->seed;
+	void *held[16] = {0};
+
+	for (int i = 0; i < 2000; i++) {
+		int k = rand_r(&seed) % 16;
+
+		if (held[k] != NULL) {
+			scratch_release(held[k]);
+			held[k] = NULL;
+		} else {
+			held[k] = scratch_acquire(64 * KIB + (size_t)(rand_r(&seed) % (4 * MIB)));
+		}
+	}
+	for (int k = 0; k < 16; k++)
+		if (held[k] != NULL)
+			scratch_release(held[k]);
+	a->st = thread_stats();
+	return NULL;
+}
+
+START_TEST(test_total_is_sum_of_threads)
+{
+	pthread_t t[NT];
+	struct sum_arg a[NT];
+	struct scratch_stats mine, tot, sum = {0};
+
+	for (int i = 0; i < NT; i++) {
+		a[i].seed = i + 1;
+		ck_assert_int_eq(pthread_create(&t[i], NULL, random_work, &a[i]), 0);
+	}
+	for (int i = 0; i < NT; i++)
+		pthread_join(t[i], NULL);
+	struct sum_arg me = {.seed = 99};
+	random_work(&me);
+	mine = me.st;
+	for (int i = 0; i < NT; i++) {
+		sum.allocs += a[i].st.allocs;
+		sum.hits += a[i].st.hits;
+		sum.depot_hits += a[i].st.depot_hits;
+		sum.misses += a[i].st.misses;
+		sum.frees += a[i].st.frees;
+	}
+	tot = total_stats();
+	ck_assert_uint_eq(tot.allocs, sum.allocs + mine.allocs);
+	ck_assert_uint_eq(tot.hits, sum.hits + mine.hits);
+	ck_assert_uint_eq(tot.depot_hits, sum.depot_hits + mine.depot_hits);
+	ck_assert_uint_eq(tot.misses, sum.misses + mine.misses);
+	ck_assert_uint_eq(tot.frees, sum.frees + mine.frees);
+	ck_assert_uint_eq(tot.allocs, tot.hits + tot.depot_hits + tot.misses);
+	ck_assert_uint_eq(tot.leased, 0);
+	ck_assert_uint_eq(tot.threads, NT + 1);
+}
+END_TEST
+
+START_TEST(test_scripted_accounting)
+{
+	/* After every step, retained and leased equal a model kept here: with
+	 * cache_count:1 and no depot, a class keeps at most one idle block and
+	 * every other release returns its pages to the OS. */
+	static const size_t sizes[] = {64 * KIB, 100 * KIB, 3 * MIB, 64 * KIB, 17 * MIB, 100 * KIB};
+	enum { N = sizeof(sizes) / sizeof(sizes[0]) };
+	size_t caps[N];
+	bool cached[N] = {false}; /* indexed by the first slot of each class */
+	int first[N];
+	void *held[N];
+	uint64_t leased = 0, retained = 0, misses = 0;
+	struct scratch_stats s;
+
+	setenv("SCRATCH_CONF", "cache_count:1,depot_bytes:0", 1);
+	for (int i = 0; i < N; i++) {
+		caps[i] = scratch_class_size(sizes[i]);
+		first[i] = i;
+		for (int j = 0; j < i; j++)
+			if (caps[j] == caps[i]) {
+				first[i] = j;
+				break;
+			}
+	}
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < N; i++) {
+			held[i] = scratch_acquire(sizes[i]);
+			ck_assert_ptr_nonnull(held[i]);
+			leased += caps[i];
+			if (cached[first[i]]) {
+				cached[first[i]] = false;
+			} else {
+				retained += caps[i];
+				misses++;
+			}
+			s = thread_stats();
+			ck_assert_uint_eq(s.leased, leased);
+			ck_assert_uint_eq(s.retained, retained);
+			ck_assert_uint_eq(s.misses, misses);
+			ck_assert_uint_eq(total_stats().retained, retained);
+		}
+		for (int i = N - 1; i >= 0; i--) {
+			ck_assert_int_eq(scratch_release(held[i]), 0);
+			leased -= caps[i];
+			if (!cached[first[i]])
+				cached[first[i]] = true;
+			else
+				retained -= caps[i];
+			s = thread_stats();
+			ck_assert_uint_eq(s.leased, leased);
+			ck_assert_uint_eq(s.retained, retained);
+			s = total_stats();
+			ck_assert_uint_eq(s.leased, leased);
+			ck_assert_uint_eq(s.retained, retained);
+		}
+	}
+	ck_assert_uint_eq(retained, 64 * KIB + caps[1] + caps[2] + caps[4]);
+}
+END_TEST
+
+struct stress_arg {
+	int seed;
+	void *volatile *mailbox; /* blocks passed between threads */
+	int nbox;
+	int violations;
+};
+
+static void *stress(void *arg)
+{
+	struct stress_arg *a = arg;
+	unsigned seed = (unsigned)a->seed;
+	void *held[8] = {0};
+
+	for (int i = 0; i < 3000; i++) {
+		int k = rand_r(&seed) % 8;
+
+		if (held[k] == NULL) {
+			size_t size = 64 * KIB + (size_t)(rand_r(&seed) % (2 * MIB));
+
+			held[k] = scratch_acquire(size);
+			((char *)held[k])[0] = 1;
+		} else if (rand_r(&seed) % 3 == 0) {
+			/* trade with another thread through a mailbox slot */
+			int m = rand_r(&seed) % a->nbox;
+			void *got = __atomic_exchange_n(&a->mailbox[m], held[k], __ATOMIC_ACQ_REL);
+
+			held[k] = got;
+		} else {
+			scratch_release(held[k]);
+			held[k] = NULL;
+		}
+		if (i % 100 == 0) {
+			struct scratch_stats s = thread_stats();
+
+			if (s.leased > s.retained)
+				a->violations++;
+		}
+	}
+	for (int k = 0; k < 8; k++)
+		if (held[k] != NULL)
+			scratch_release(held[k]);
+	return NULL;
+}
+
+START_TEST(test_limits_under_stress)
+{
+	enum { N = 8, BOX = 4 };
+	void *volatile box[BOX] = {0};
+	pthread_t t[N];
+	struct stress_arg a[N];
+	struct scratch_stats s;
+
+	setenv("SCRATCH_CONF", "cache_count:2,cache_bytes:4M,depot_bytes:8M", 1);
+	for (int i = 0; i < N; i++) {
+		a[i] = (struct stress_arg){.seed = i + 11, .mailbox = box, .nbox = BOX};
+		ck_assert_int_eq(pthread_create(&t[i], NULL, stress, &a[i]), 0);
+	}
+	for (int i = 0; i < N; i++)
+		pthread_join(t[i], NULL);
+	for (int m = 0; m < BOX; m++)
+		if (box[m] != NULL)
+			ck_assert_int_eq(scratch_release(box[m]), 0);
+	scratch_thread_flush(); /* also reclaims the exited threads' slots */
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(a[i].violations, 0);
+	s = total_stats();
+	ck_assert_uint_eq(s.leased, 0);
+	ck_assert_uint_eq(s.allocs, s.hits + s.depot_hits + s.misses);
+	ck_assert_uint_eq(s.frees, s.allocs);
+	/* every thread exited: what is idle sits in the depot, within its bound */
+	ck_assert_uint_le(s.retained, 8 * MIB);
+	ck_assert_uint_ge(s.threads, N); /* and this thread if it freed a traded block */
+	ck_assert_uint_le(s.threads, N + 1);
+}
+END_TEST
+
+START_TEST(test_fork_child_uses_pool)
+{
+	void *p = scratch_acquire(64 * KIB), *other = run_thread(lease_and_exit, NULL);
+	pid_t pid;
+	int status;
+
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		/* blocks of the parent, its other thread's included, free fine */
+		int bad = scratch_release(p) != 0 || scratch_release(other) != 0;
+		void *q = scratch_acquire(64 * KIB);
+
+		bad |= q == NULL || scratch_release(q) != 0;
+		_exit(bad);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert(scratch_owns(p)); /* the parent's state is its own */
+	scratch_release(p);
+	scratch_release(other);
+}
+END_TEST
+
+START_TEST(test_disabled)
+{
+	size_t lo, hi;
+
+	setenv("SCRATCH_CONF", "enabled:false", 1);
+	ck_assert(!scratch_range(&lo, &hi));
+	errno = 0;
+	ck_assert_ptr_null(scratch_acquire(64 * KIB));
+	ck_assert_int_eq(errno, ERANGE);
+	ck_assert_uint_eq(scratch_class_size(64 * KIB), 0);
+	ck_assert_uint_eq(scratch_trim(), 0);
+}
+END_TEST
+
+START_TEST(test_conf_get)
+{
+	uint64_t v = 0;
+
+	setenv("SCRATCH_CONF", "min_size:128K,keep_segment:true", 1);
+	ck_assert_int_eq(scratch_conf_get("min_size", &v), 0);
+	ck_assert_uint_eq(v, 128 * KIB);
+	ck_assert_int_eq(scratch_conf_get("keep_segment", &v), 0);
+	ck_assert_uint_eq(v, 1);
+	ck_assert_int_eq(scratch_conf_get("nope", &v), -ENOENT);
+	ck_assert_ptr_null(scratch_acquire(100 * KIB - 1 - 28 * KIB));
+}
+END_TEST
+
+Suite *pool_suite(void)
+{
+	Suite *s = suite_create("pool");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, test_miss_then_hit);
+	tcase_add_test(tc, test_classes_apart);
+	tcase_add_test(tc, test_usable_size_and_alignment);
+	tcase_add_test(tc, test_out_of_range);
+	tcase_add_test(tc, test_foreign_pointers);
+	tcase_add_test(tc, test_zeroed);
+	tcase_add_test(tc, test_disabled);
+	tcase_add_test(tc, test_conf_get);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("limits");
+	tcase_add_test(tc, test_cache_count_bound);
+	tcase_add_test(tc, test_cache_bytes_bound);
+	tcase_add_test(tc, test_trim);
+	tcase_add_test(tc, test_trim_reaches_other_threads);
+	tcase_add_test(tc, test_scripted_accounting);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("threads");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_threads_isolated);
+	tcase_add_test(tc, test_four_threads_hit_rate);
+	tcase_add_test(tc, test_remote_free_returns_to_owner);
+	tcase_add_test(tc, test_exited_thread_cache_reused);
+	tcase_add_test(tc, test_block_outlives_its_thread);
+	tcase_add_test(tc, test_total_is_sum_of_threads);
+	tcase_add_test(tc, test_limits_under_stress);
+	tcase_add_test(tc, test_fork_child_uses_pool);
+	suite_add_tcase(s, tc);
+	return s;
+}
