@@ -11,6 +11,7 @@
 static Suite *(*const suites[])(void) = {
 	conf_suite,
 	pool_suite,
+	workers_suite,
 };
 
 int main(void)

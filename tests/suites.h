@@ -6,5 +6,6 @@
 
 Suite *conf_suite(void);
 Suite *pool_suite(void);
+Suite *workers_suite(void);
 
 #endif

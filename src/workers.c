@@ -1,0 +1,746 @@
+/*
+ * workers.c - the persistent worker pool and the row-parallel matvec.
+ *
+ * Owns scratch_workers_*, scratch_dot, scratch_matvec and scratch_matvec2
+ * (see scratch.h), and the internal hooks of workers.h.
+ *
+ * One pool is a mapping holding the shared state and one cache line per
+ * worker. A dispatch has three steps:
+ *   1. the dispatcher takes the pool (busy flag), writes the job slot,
+ *      clears the done count and bumps the epoch (a release store);
+ *   2. every worker that sees the new epoch runs the job once, then adds
+ *      one to done; the dispatcher runs its own share as the last
+ *      participant and waits until done == workers;
+ *   3. the dispatcher gives the pool back.
+ * Because the dispatcher waits for every worker, each worker runs each job
+ * exactly once and no job slot is rewritten while a worker still reads it.
+ *
+ * Sleeping: a worker spins on the epoch for a bounded budget, then parks on
+ * the epoch futex after raising its parked flag. The dispatcher wakes the
+ * futex only when some worker's flag is up, so dispatches to spinning
+ * workers make no syscall. The same pattern lets the dispatcher sleep on
+ * the done count when workers are slow.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "workers.h"
+
+#define DEFAULT_SPIN     4000
+#define DEFAULT_MAX_WORK 8 /* default worker threads at most */
+#define GRAINS_PER_PART  8 /* automatic grain: rows / (8 * participants) */
+
+enum job_kind {
+	JOB_RUN,
+	JOB_ROWS,
+	JOB_STOP,
+};
+
+/* One worker thread. Its parked flag has a cache line of its own: the
+ * worker writes it when it sleeps, the dispatcher reads all of them. */
+struct worker {
+	uint32_t parked;
+	unsigned index;
+	struct scratch_workers *pool;
+	pthread_t thread;
+} __attribute__((aligned(SCRATCH_CACHELINE)));
+
+/* The job slot: written by the dispatcher before it bumps the epoch, read
+ * by the workers after they saw the new epoch, never written while a
+ * worker may read it (the dispatcher waits for done first). */
+struct job {
+	enum job_kind kind;
+	unsigned n; /* participants */
+	scratch_job_fn fn;
+	void *ctx;
+	const struct scratch_rows_part *parts;
+	size_t nparts;
+};
+
+struct scratch_workers {
+	/* set at creation, read-only afterwards */
+	unsigned nworkers;
+	int spin;
+	size_t map_bytes;
+	uint32_t owner;
+	struct scratch__owner_counters *oc; /* segment block, or &priv */
+	struct worker *workers;
+
+	/* the dispatcher's: 0 free, 1 taken */
+	uint32_t busy __attribute__((aligned(SCRATCH_CACHELINE)));
+	struct job job;
+
+	/* the futex workers sleep on; bumped once per dispatch */
+	uint32_t epoch __attribute__((aligned(SCRATCH_CACHELINE)));
+
+	/* workers finished with the current job; the dispatcher sleeps on it */
+	uint32_t done __attribute__((aligned(SCRATCH_CACHELINE)));
+	uint32_t caller_parked;
+
+	/* next grain of the current row job */
+	size_t cursor __attribute__((aligned(SCRATCH_CACHELINE)));
+
+	/* counters not in the owner block (relaxed atomics, any thread) */
+	uint64_t inline_runs __attribute__((aligned(SCRATCH_CACHELINE)));
+	struct scratch__owner_counters priv;
+};
+
+/* Depth of jobs the calling thread is running; a worker thread is always
+ * inside one. Initial-exec like every libscratch thread-local. */
+static __thread unsigned tls_job_depth __attribute__((tls_model("initial-exec")));
+/* The pool this thread serves (a worker) or dispatches on right now. */
+static __thread const struct scratch_workers *tls_pool __attribute__((tls_model("initial-exec")));
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+static inline void count(uint64_t *field)
+{
+	__atomic_fetch_add(field, 1, __ATOMIC_RELAXED);
+}
+
+bool scratch__workers_in_job(void)
+{
+	return tls_job_depth > 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Row spaces                                                             */
+/* ---------------------------------------------------------------------- */
+
+static size_t part_grain(const struct scratch_rows_part *part, unsigned n)
+{
+	size_t g = part->grain;
+
+	if (g == 0)
+		g = part->rows / ((size_t)GRAINS_PER_PART * n);
+	if (g == 0)
+		g = 1;
+	return g < part->rows ? g : part->rows;
+}
+
+static size_t part_grains(const struct scratch_rows_part *part, unsigned n)
+{
+	size_t g;
+
+	if (part->rows == 0)
+		return 0;
+	g = part_grain(part, n);
+	return part->rows / g + (part->rows % g != 0);
+}
+
+/*
+ * Pull grains from *cursor until every part is covered. The cursor counts
+ * grains over all parts in order, so one fetch-add claims one grain and a
+ * participant only ever walks forward through the parts: no per-part
+ * storage, O(parts) walking per participant.
+ */
+static void rows_share(const struct scratch_rows_part *parts, size_t nparts, unsigned n,
+                       unsigned participant, size_t *cursor)
+{
+	size_t p = 0, base = 0, grains = nparts ? part_grains(&parts[0], n) : 0;
+	size_t grain = nparts && parts[0].rows ? part_grain(&parts[0], n) : 0;
+
+	for (;;) {
+		size_t k = __atomic_fetch_add(cursor, 1, __ATOMIC_RELAXED);
+		size_t begin, end;
+
+		while (p < nparts && k >= base + grains) {
+			base += grains;
+			if (++p < nparts) {
+				grains = part_grains(&parts[p], n);
+				grain = grains ? part_grain(&parts[p], n) : 0;
+			}
+		}
+		if (p == nparts)
+			return;
+		begin = (k - base) * grain;
+		end = begin + grain < parts[p].rows ? begin + grain : parts[p].rows;
+		parts[p].fn(parts[p].ctx, begin, end, participant);
+	}
+}
+
+static void job_share(struct scratch_workers *w, const struct job *job, unsigned participant)
+{
+	tls_job_depth++;
+	if (job->kind == JOB_RUN)
+		job->fn(job->ctx, participant, job->n);
+	else
+		rows_share(job->parts, job->nparts, job->n, participant, &w->cursor);
+	tls_job_depth--;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Sleeping and waking                                                    */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * Wait until the epoch differs from seen; returns the new epoch (read with
+ * acquire, so the job slot written before it is visible).
+ *
+ * No wake-up can be missed. The worker stores parked = 1 and then loads the
+ * epoch; the dispatcher stores the new epoch and then loads every parked
+ * flag. All four accesses are sequentially consistent, so in their single
+ * total order at least one side sees the other's store: either the worker
+ * sees the new epoch and does not sleep, or the dispatcher sees parked = 1
+ * and calls futex_wake after its epoch store. In the second case the
+ * kernel's futex_wait compares the epoch with seen atomically with going to
+ * sleep, so a wake that comes before the worker is asleep makes the wait
+ * return EAGAIN instead of being lost.
+ */
+static uint32_t wait_epoch(struct scratch_workers *w, struct worker *me, uint32_t seen)
+{
+	uint32_t e;
+
+	for (int i = 0; i < w->spin; i++) {
+		e = __atomic_load_n(&w->epoch, __ATOMIC_ACQUIRE);
+		if (e != seen)
+			return e;
+		cpu_relax();
+	}
+	for (;;) {
+		__atomic_store_n(&me->parked, 1, __ATOMIC_SEQ_CST);
+		e = __atomic_load_n(&w->epoch, __ATOMIC_SEQ_CST);
+		if (e == seen) {
+			count(&w->oc->parks);
+			scratch__os_futex_wait(&w->epoch, seen, -1);
+			e = __atomic_load_n(&w->epoch, __ATOMIC_ACQUIRE);
+		}
+		__atomic_store_n(&me->parked, 0, __ATOMIC_RELAXED);
+		if (e != seen)
+			return e;
+	}
+}
+
+/* The dispatcher's side of the argument above: called after the epoch
+ * store, with one wake call for all sleepers, none when all spin. */
+static void wake_parked(struct scratch_workers *w)
+{
+	for (unsigned i = 0; i < w->nworkers; i++) {
+		if (__atomic_load_n(&w->workers[i].parked, __ATOMIC_SEQ_CST)) {
+			count(&w->oc->wakes);
+			scratch__os_futex_wake(&w->epoch, INT_MAX);
+			return;
+		}
+	}
+}
+
+/*
+ * The dispatcher waits for done == workers, spinning, then sleeping on the
+ * done futex. Same argument as wait_epoch, with the roles swapped: the
+ * dispatcher stores caller_parked = 1 then loads done; the last worker adds
+ * to done then loads caller_parked (both sequentially consistent).
+ */
+static void wait_done(struct scratch_workers *w)
+{
+	uint32_t n = w->nworkers, d;
+
+	for (int i = 0; i < w->spin; i++) {
+		if (__atomic_load_n(&w->done, __ATOMIC_ACQUIRE) == n)
+			return;
+		cpu_relax();
+	}
+	for (;;) {
+		__atomic_store_n(&w->caller_parked, 1, __ATOMIC_SEQ_CST);
+		d = __atomic_load_n(&w->done, __ATOMIC_SEQ_CST);
+		if (d == n)
+			break;
+		count(&w->oc->parks);
+		scratch__os_futex_wait(&w->done, d, -1);
+	}
+	__atomic_store_n(&w->caller_parked, 0, __ATOMIC_RELAXED);
+}
+
+/* A worker's end of a job. After its add it must not read the job slot:
+ * the dispatcher may already be writing the next one. */
+static void finish(struct scratch_workers *w)
+{
+	uint32_t d = __atomic_add_fetch(&w->done, 1, __ATOMIC_SEQ_CST);
+
+	/* A stale caller_parked from a later dispatch only costs a spurious
+	 * wake; the dispatcher re-checks done after every wait. */
+	if (d == w->nworkers && __atomic_load_n(&w->caller_parked, __ATOMIC_SEQ_CST)) {
+		count(&w->oc->wakes);
+		scratch__os_futex_wake(&w->done, 1);
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *me = arg;
+	struct scratch_workers *w = me->pool;
+	uint32_t seen = 0;
+
+	/* A worker only ever runs jobs: any dispatch it makes is nested. */
+	tls_job_depth = 1;
+	tls_pool = w;
+	for (;;) {
+		seen = wait_epoch(w, me, seen);
+		if (w->job.kind == JOB_STOP)
+			break;
+		job_share(w, &w->job, me->index);
+		finish(w);
+	}
+	return NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Dispatch                                                               */
+/* ---------------------------------------------------------------------- */
+
+static bool take(struct scratch_workers *w)
+{
+	uint32_t expected = 0;
+
+	return __atomic_compare_exchange_n(&w->busy, &expected, 1, false, __ATOMIC_ACQUIRE,
+	                                   __ATOMIC_RELAXED);
+}
+
+static void give_back(struct scratch_workers *w)
+{
+	__atomic_store_n(&w->busy, 0, __ATOMIC_RELEASE);
+}
+
+/* Publish the job held in w->job and start the workers. */
+static void publish(struct scratch_workers *w)
+{
+	__atomic_store_n(&w->done, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->cursor, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->epoch, w->epoch + 1, __ATOMIC_SEQ_CST);
+	wake_parked(w);
+}
+
+/*
+ * Run job with every participant, or serially on this thread when the pool
+ * is serial, this thread is inside a job, or another thread holds the pool.
+ * prepare (optional) learns n first and may refuse the call.
+ */
+static int dispatch(struct scratch_workers *w, struct job *job, scratch__prepare_fn prepare,
+                    void *prepare_ctx)
+{
+	size_t serial_cursor = 0;
+	int rc;
+
+	if (w && w->nworkers > 0 && tls_job_depth == 0 && take(w)) {
+		job->n = w->nworkers + 1;
+		if (prepare && (rc = prepare(prepare_ctx, job->n)) != 0) {
+			give_back(w);
+			return rc;
+		}
+		w->job = *job;
+		SCRATCH__ADD(&w->oc->dispatches, 1);
+		tls_pool = w;
+		publish(w);
+		job_share(w, &w->job, w->nworkers);
+		wait_done(w);
+		tls_pool = NULL;
+		give_back(w);
+		return 0;
+	}
+	job->n = 1;
+	if (prepare && (rc = prepare(prepare_ctx, 1)) != 0)
+		return rc;
+	if (w)
+		count(&w->inline_runs);
+	tls_job_depth++;
+	if (job->kind == JOB_RUN)
+		job->fn(job->ctx, 0, 1);
+	else
+		rows_share(job->parts, job->nparts, 1, 0, &serial_cursor);
+	tls_job_depth--;
+	return 0;
+}
+
+int scratch__workers_run_prepared(scratch_workers_t *w, scratch__prepare_fn prepare,
+                                  scratch_job_fn f, void *ctx)
+{
+	struct job job = {.kind = JOB_RUN, .fn = f, .ctx = ctx};
+
+	if (!f)
+		return -EINVAL;
+	return dispatch(w, &job, prepare, ctx);
+}
+
+int scratch_workers_run(scratch_workers_t *w, scratch_job_fn f, void *ctx)
+{
+	return scratch__workers_run_prepared(w, NULL, f, ctx);
+}
+
+/* Every part valid, and the total number of grains fits a size_t for any
+ * pool size (the cursor may overshoot by one claim per participant). */
+static bool parts_valid(const struct scratch_rows_part *parts, size_t nparts)
+{
+	size_t total = SCRATCH_WORKERS_MAX;
+
+	if (nparts > 0 && !parts)
+		return false;
+	for (size_t i = 0; i < nparts; i++) {
+		if (parts[i].rows > 0 && !parts[i].fn)
+			return false;
+		if (__builtin_add_overflow(total, parts[i].rows, &total))
+			return false;
+	}
+	return true;
+}
+
+int scratch_workers_run_many(scratch_workers_t *w, const struct scratch_rows_part *parts,
+                             size_t nparts)
+{
+	struct job job = {.kind = JOB_ROWS, .parts = parts, .nparts = nparts};
+
+	if (!parts_valid(parts, nparts))
+		return -EINVAL;
+	if (nparts == 0)
+		return 0;
+	return dispatch(w, &job, NULL, NULL);
+}
+
+int scratch_workers_run_rows(scratch_workers_t *w, size_t rows, size_t grain, scratch_rows_fn f,
+                             void *ctx)
+{
+	struct scratch_rows_part part = {.fn = f, .ctx = ctx, .rows = rows, .grain = grain};
+
+	return scratch_workers_run_many(w, &part, 1);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Creation and destruction                                               */
+/* ---------------------------------------------------------------------- */
+
+/* Parse a small non-negative decimal from the environment; a bad value
+ * warns once per variable and gives -1. */
+static int env_int(const char *var, int max, bool *warned)
+{
+	const char *s = getenv(var);
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return -1;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno == 0 && *end == '\0' && v >= 0 && v <= max)
+		return (int)v;
+	if (!__atomic_exchange_n(warned, true, __ATOMIC_RELAXED)) {
+		char msg[160];
+		size_t pos = 0;
+
+		scratch__fmt_str(msg, sizeof(msg), &pos, "invalid value for ");
+		scratch__fmt_str(msg, sizeof(msg), &pos, var);
+		scratch__fmt_str(msg, sizeof(msg), &pos, ": '");
+		scratch__fmt_str(msg, sizeof(msg), &pos, s);
+		scratch__fmt_str(msg, sizeof(msg), &pos, "', using the default");
+		scratch__warn(msg);
+	}
+	return -1;
+}
+
+static int resolve_threads(int threads)
+{
+	static bool warned;
+	unsigned ncpu;
+
+	if (threads == SCRATCH_WORKERS_DEFAULT)
+		threads = env_int("SCRATCH_THREADS", SCRATCH_WORKERS_MAX, &warned);
+	if (threads >= 0)
+		return threads <= 1 ? 0 : threads - 1;
+	ncpu = scratch__os_ncpu();
+	return ncpu - 1 < DEFAULT_MAX_WORK ? (int)ncpu - 1 : DEFAULT_MAX_WORK;
+}
+
+static int resolve_spin(int spin)
+{
+	static bool warned;
+
+	if (spin == SCRATCH_WORKERS_DEFAULT)
+		spin = env_int("SCRATCH_SPIN", INT_MAX, &warned);
+	return spin >= 0 ? spin : DEFAULT_SPIN;
+}
+
+/* Pin worker i to the (i+1)-th CPU the process may use (best effort). */
+static void pin_worker(pthread_t thread, unsigned i)
+{
+	cpu_set_t allowed, one;
+	unsigned n, want, seen = 0;
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
+		return;
+	n = (unsigned)CPU_COUNT(&allowed);
+	if (n == 0)
+		return;
+	want = (i + 1) % n;
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &allowed) || seen++ != want)
+			continue;
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		pthread_setaffinity_np(thread, sizeof(one), &one);
+		return;
+	}
+}
+
+static void name_worker(pthread_t thread, const char *prefix, unsigned i)
+{
+	char name[16];
+	size_t pos = 0;
+
+	/* Linux thread names hold 15 characters; keep the number visible. */
+	scratch__fmt_str(name, 12, &pos, prefix);
+	scratch__fmt_str(name, sizeof(name), &pos, "-");
+	scratch__fmt_u64(name, sizeof(name), &pos, i + 1);
+	pthread_setname_np(thread, name);
+}
+
+/* Tell the first started workers to stop and join them. */
+static void stop_workers(struct scratch_workers *w, unsigned started)
+{
+	w->job.kind = JOB_STOP;
+	__atomic_store_n(&w->epoch, w->epoch + 1, __ATOMIC_SEQ_CST);
+	/* Unconditional: a worker that never ran has parked == 0 but may be
+	 * about to sleep; the epoch compare in futex_wait covers it too. */
+	scratch__os_futex_wake(&w->epoch, INT_MAX);
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(w->workers[i].thread, NULL);
+}
+
+/* Start the worker threads with every signal blocked, so that signals
+ * keep going to the host's own threads. Returns 0 or -errno. */
+static int start_workers(struct scratch_workers *w, const struct scratch_workers_opts *opts)
+{
+	sigset_t all, old;
+	unsigned i;
+	int rc = 0;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (i = 0; i < w->nworkers; i++) {
+		struct worker *wk = &w->workers[i];
+
+		wk->pool = w;
+		wk->index = i;
+		rc = -pthread_create(&wk->thread, NULL, worker_main, wk);
+		if (rc != 0)
+			break;
+		if (opts && opts->pin)
+			pin_worker(wk->thread, i);
+		name_worker(wk->thread, opts && opts->name ? opts->name : "scratch-w", i);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
+		stop_workers(w, i);
+	return rc;
+}
+
+scratch_workers_t *scratch_workers_new(const struct scratch_workers_opts *opts)
+{
+	struct scratch_workers *w;
+	size_t bytes;
+	int nworkers, rc;
+
+	if (opts && (opts->threads < SCRATCH_WORKERS_DEFAULT ||
+	             opts->threads > SCRATCH_WORKERS_MAX || opts->spin < SCRATCH_WORKERS_DEFAULT)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	nworkers = resolve_threads(opts ? opts->threads : SCRATCH_WORKERS_DEFAULT);
+	bytes = sizeof(*w) + (size_t)nworkers * sizeof(struct worker);
+	w = scratch__os_map(bytes);
+	if (!w) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	w->map_bytes = bytes;
+	w->nworkers = (unsigned)nworkers;
+	w->spin = resolve_spin(opts ? opts->spin : SCRATCH_WORKERS_DEFAULT);
+	/* The mapping is page aligned, so the workers are cache-line aligned. */
+	w->workers = (struct worker *)(void *)(w + 1);
+	(void)scratch__init();
+	w->owner = scratch__owner_register(SCRATCH__OWNER_WORKERS,
+	                                   opts && opts->name ? opts->name : "scratch-w");
+	w->oc = w->owner ? scratch__owner_counters(w->owner) : NULL;
+	if (!w->oc)
+		w->oc = &w->priv;
+	SCRATCH__STORE(&w->oc->workers, w->nworkers);
+	rc = start_workers(w, opts);
+	if (rc != 0) {
+		if (w->owner)
+			scratch__owner_unregister(w->owner);
+		scratch__os_unmap(w, bytes);
+		errno = -rc;
+		return NULL;
+	}
+	return w;
+}
+
+int scratch_workers_destroy(scratch_workers_t *w)
+{
+	if (!w)
+		return 0;
+	if (tls_pool == w)
+		return -EBUSY;
+	/* Wait out a dispatch in flight on another thread. */
+	while (!take(w))
+		sched_yield();
+	stop_workers(w, w->nworkers);
+	if (w->owner)
+		scratch__owner_unregister(w->owner);
+	scratch__os_unmap(w, w->map_bytes);
+	return 0;
+}
+
+unsigned scratch_workers_size(const scratch_workers_t *w)
+{
+	return w ? w->nworkers + 1 : 1;
+}
+
+int scratch_workers_stats(const scratch_workers_t *w, struct scratch_workers_stats *ret_stats)
+{
+	if (!w || !ret_stats)
+		return -EINVAL;
+	ret_stats->workers = w->nworkers;
+	ret_stats->spin = (uint64_t)w->spin;
+	ret_stats->dispatches = __atomic_load_n(&w->oc->dispatches, __ATOMIC_RELAXED);
+	ret_stats->inline_runs = __atomic_load_n(&w->inline_runs, __ATOMIC_RELAXED);
+	ret_stats->parks = __atomic_load_n(&w->oc->parks, __ATOMIC_RELAXED);
+	ret_stats->wakes = __atomic_load_n(&w->oc->wakes, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Matvec                                                                 */
+/* ---------------------------------------------------------------------- */
+
+/* Eight lanes as two 4-float vectors: lane k holds the partial sum over
+ * j = k mod 8. Vector lanes round exactly as scalar operations do, so this
+ * is the documented order, and eight independent sums keep the loop
+ * memory-bound rather than bound by the latency of one add chain. */
+typedef float v4f __attribute__((vector_size(16)));
+
+struct lanes {
+	v4f lo, hi;
+};
+
+static inline v4f load4(const float *p)
+{
+	v4f v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline void lanes_add(struct lanes *s, const float *a, const float *x)
+{
+	s->lo += load4(a) * load4(x);
+	s->hi += load4(a + 4) * load4(x + 4);
+}
+
+static inline float lanes_fold(const struct lanes *s)
+{
+	return ((s->lo[0] + s->lo[1]) + (s->lo[2] + s->lo[3])) +
+	       ((s->hi[0] + s->hi[1]) + (s->hi[2] + s->hi[3]));
+}
+
+float scratch_dot(const float *a, const float *x, size_t n)
+{
+	struct lanes s = {{0}, {0}};
+	size_t j = 0;
+	float t;
+
+	for (; j + 8 <= n; j += 8)
+		lanes_add(&s, a + j, x + j);
+	t = lanes_fold(&s);
+	for (; j < n; j++)
+		t += a[j] * x[j];
+	return t;
+}
+
+/* Two dot products over one row, in the same order as scratch_dot. */
+static void dot2(const float *a, const float *x0, const float *x1, size_t n, float *ret0,
+                 float *ret1)
+{
+	struct lanes s0 = {{0}, {0}}, s1 = {{0}, {0}};
+	size_t j = 0;
+	float t0, t1;
+
+	for (; j + 8 <= n; j += 8) {
+		lanes_add(&s0, a + j, x0 + j);
+		lanes_add(&s1, a + j, x1 + j);
+	}
+	t0 = lanes_fold(&s0);
+	t1 = lanes_fold(&s1);
+	for (; j < n; j++) {
+		t0 += a[j] * x0[j];
+		t1 += a[j] * x1[j];
+	}
+	*ret0 = t0;
+	*ret1 = t1;
+}
+
+struct matvec {
+	const float *a, *x0, *x1;
+	float *y0, *y1;
+	size_t cols;
+};
+
+static void matvec_rows(void *ctx, size_t begin, size_t end, unsigned participant)
+{
+	const struct matvec *m = ctx;
+
+	(void)participant;
+	for (size_t i = begin; i < end; i++)
+		m->y0[i] = scratch_dot(m->a + i * m->cols, m->x0, m->cols);
+}
+
+static void matvec2_rows(void *ctx, size_t begin, size_t end, unsigned participant)
+{
+	const struct matvec *m = ctx;
+
+	(void)participant;
+	for (size_t i = begin; i < end; i++)
+		dot2(m->a + i * m->cols, m->x0, m->x1, m->cols, &m->y0[i], &m->y1[i]);
+}
+
+static bool matvec_args_ok(const void *a, const void *x, const void *y, size_t rows, size_t cols)
+{
+	size_t total;
+
+	if (__builtin_mul_overflow(rows, cols, &total) || total > SIZE_MAX / sizeof(float))
+		return false;
+	return rows == 0 || (a && y && (cols == 0 || x));
+}
+
+int scratch_matvec(scratch_workers_t *w, const float *a, const float *x, float *y, size_t rows,
+                   size_t cols)
+{
+	struct matvec m = {.a = a, .x0 = x, .y0 = y, .cols = cols};
+
+	if (!matvec_args_ok(a, x, y, rows, cols))
+		return -EINVAL;
+	return scratch_workers_run_rows(w, rows, 0, matvec_rows, &m);
+}
+
+int scratch_matvec2(scratch_workers_t *w, const float *a, const float *x0, const float *x1,
+                    float *y0, float *y1, size_t rows, size_t cols)
+{
+	struct matvec m = {.a = a, .x0 = x0, .x1 = x1, .y0 = y0, .y1 = y1, .cols = cols};
+
+	if (!matvec_args_ok(a, x0, y0, rows, cols) || !matvec_args_ok(a, x1, y1, rows, cols))
+		return -EINVAL;
+	return scratch_workers_run_rows(w, rows, 0, matvec2_rows, &m);
+}
