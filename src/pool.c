@@ -526,14 +526,14 @@ static void tc_fold(struct tcache *tc)
 	SCRATCH__ADD(&e->remote_in, s.remote_in);
 	SCRATCH__ADD(&g.proc->exited_threads, 1);
 	proc_end();
-	tc->state = TC_FREE;
+	__atomic_store_n(&tc->state, TC_FREE, __ATOMIC_RELAXED);
 }
 
 /* Reclaim zombie slots: drain their remote lists into the depot and free
  * the slots whose blocks have all come back. Under g.lock. */
 static void reap_zombies(void)
 {
-	g.zombie_dirty = 0;
+	__atomic_store_n(&g.zombie_dirty, 0, __ATOMIC_RELAXED);
 	for (uint32_t i = 0; i < g.tcs_used && g.zombies > 0; i++) {
 		struct tcache *z = &g.tcs[i];
 		uint64_t rib, back = 0;
@@ -614,7 +614,7 @@ static void tc_destructor(void *arg)
 	pthread_mutex_lock(&g.lock);
 	tls_tc = TC_DEAD;
 	tc_flush_locked(tc);
-	tc->state = TC_ZOMBIE;
+	__atomic_store_n(&tc->state, TC_ZOMBIE, __ATOMIC_RELAXED);
 	g.zombies++;
 	scratch__segment_thread_exit(tc->index);
 	reap_zombies();
@@ -716,7 +716,7 @@ SCRATCH_COLD static void *acquire_slow(uint64_t size, bool *ret_fresh)
 		goto out_owned;
 	}
 	pthread_mutex_lock(&g.lock);
-	if (g.zombie_dirty)
+	if (__atomic_load_n(&g.zombie_dirty, __ATOMIC_RELAXED))
 		reap_zombies();
 	id = depot_take(bin);
 	if (id != 0) {
@@ -840,7 +840,7 @@ static void remote_free(struct tcache *owner, uint32_t id, uint64_t cap)
 					      __ATOMIC_RELEASE, __ATOMIC_RELAXED));
 	__atomic_fetch_add(&owner->c->remote_in, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&owner->c->remote_in_bytes, cap, __ATOMIC_RELEASE);
-	if (owner->state != TC_LIVE)
+	if (__atomic_load_n(&owner->state, __ATOMIC_RELAXED) != TC_LIVE)
 		__atomic_store_n(&g.zombie_dirty, 1, __ATOMIC_RELAXED);
 }
 
@@ -1094,8 +1094,10 @@ static void postfork_child(void)
 {
 	struct tcache *self = tls_tc;
 
-	pthread_mutex_init(&g.lock, NULL);
-	pthread_mutex_init(&init_lock, NULL);
+	/* The forking thread took both locks in prefork(), so it may release
+	 * them here; no other thread exists to hold them. */
+	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&init_lock);
 	if (__atomic_load_n(&g.state, __ATOMIC_ACQUIRE) != ST_READY)
 		return;
 	for (uint32_t i = 0; i < g.tcs_used; i++) {
@@ -1103,7 +1105,7 @@ static void postfork_child(void)
 
 		if (tc == self || tc->state != TC_LIVE)
 			continue;
-		tc->state = TC_FORKED;
+		__atomic_store_n(&tc->state, TC_FORKED, __ATOMIC_RELAXED);
 		g.zombies++;
 	}
 	if (is_tc(self))
