@@ -8,15 +8,19 @@ lib_LTLIBRARIES += preload/libscratch-preload.la preload/libscratch-preload-jema
 # calls to it (malloc+memset into calloc, say).
 PRELOAD_CFLAGS = $(AM_CFLAGS) $(VISIBILITY_CFLAGS) -ftls-model=initial-exec \
 	-fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc -fno-builtin-free
-PRELOAD_LDFLAGS = -module -avoid-version -shared -no-undefined -Wl,-z,nodelete
+PRELOAD_LDFLAGS = -module -avoid-version -shared -no-undefined -Wl,-z,nodelete \
+	-Wl,--version-script=$(srcdir)/preload/preload.map
+EXTRA_DIST += preload/preload.map
 
 preload_libscratch_preload_la_SOURCES = preload/override.c preload/backend.h preload/glibc.c
 preload_libscratch_preload_la_CFLAGS = $(PRELOAD_CFLAGS)
 preload_libscratch_preload_la_LDFLAGS = $(PRELOAD_LDFLAGS)
 preload_libscratch_preload_la_LIBADD = libscratch.la
+EXTRA_preload_libscratch_preload_la_DEPENDENCIES = $(srcdir)/preload/preload.map
 
 preload_libscratch_preload_jemalloc_la_SOURCES = preload/override.c preload/backend.h \
 	preload/jemalloc.c
 preload_libscratch_preload_jemalloc_la_CFLAGS = $(PRELOAD_CFLAGS) $(JEMALLOC_CFLAGS)
 preload_libscratch_preload_jemalloc_la_LDFLAGS = $(PRELOAD_LDFLAGS)
 preload_libscratch_preload_jemalloc_la_LIBADD = libscratch.la $(JEMALLOC_LIBS)
+EXTRA_preload_libscratch_preload_jemalloc_la_DEPENDENCIES = $(srcdir)/preload/preload.map
