@@ -9,8 +9,9 @@ tests_check_scratch_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_check_scratch_LDADD = libscratch.la libscratch_conf.la $(CHECK_LIBS) $(PTHREAD_LIBS)
 TESTS += tests/check_scratch
 
-TESTS += tests/exports.test tests/man.test tests/format.test
-EXTRA_DIST += tests/exports.test tests/man.test tests/format.test tests/env.sh.in
+TESTS += tests/exports.test tests/man.test tests/format.test tests/valgrind.test
+EXTRA_DIST += tests/exports.test tests/man.test tests/format.test tests/valgrind.test \
+	tests/env.sh.in tests/exports.expected tests/exports-preload.expected
 DISTCLEANFILES += tests/env.sh
 
 include $(srcdir)/tests/shim.mk
