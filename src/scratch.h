@@ -140,6 +140,74 @@ SCRATCH_API void scratch_count_passthrough(uint64_t n);
 SCRATCH_API int scratch_conf_get(const char *key, uint64_t *ret_value);
 
 /* ---------------------------------------------------------------------- */
+/* Arena (arena.c)                                                        */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * Bump allocation over pool blocks ("chunks"). Allocating bumps an offset;
+ * nothing is freed on its own. scratch_arena_reset() empties the arena in
+ * O(1) once it has settled on one chunk: it keeps the largest chunk and
+ * gives the others back (a full chunk is followed by one at least twice as
+ * large, so a repeating workload settles after a few resets). Marks save a
+ * position and rewind frees everything allocated after it.
+ *
+ * Chunks are acquired from the pool of the thread that allocates, so they
+ * show in that thread's retained and leased bytes; the arena is an owner in
+ * the stats segment too. One thread at a time may use an arena.
+ */
+typedef struct scratch_arena scratch_arena_t;
+
+/* A saved position; plain data, valid until the next reset. */
+struct scratch_arena_mark {
+	uint32_t chunk;
+	uint64_t id;
+	size_t used;
+};
+
+struct scratch_arena_stats {
+	uint64_t chunks;    /* pool blocks held */
+	uint64_t retained;  /* bytes of those blocks */
+	uint64_t used;      /* bytes handed out (padding and skipped tails included) */
+	uint64_t peak_used; /* highest used seen */
+	uint64_t resets;
+	uint64_t growths; /* chunks acquired over the arena's life */
+};
+
+/* An empty arena (no memory until the first allocation) whose first chunk
+ * holds at least chunk_size bytes (0: 1 MiB); name shows in the stats
+ * segment (NULL: "arena"). NULL and errno ENOMEM on failure. */
+SCRATCH_API scratch_arena_t *scratch_arena_new(const char *name, size_t chunk_size);
+
+/*
+ * size bytes aligned on align (a power of two up to 4096; 0 means 16),
+ * valid until the reset, rewind or destroy that frees them. Returns NULL
+ * with errno EINVAL (bad alignment), ERANGE (size above the pool's
+ * max_size, or pools disabled) or ENOMEM.
+ */
+SCRATCH_API void *scratch_arena_alloc(scratch_arena_t *a, size_t size, size_t align);
+
+/* Free everything; keep the largest chunk for reuse. */
+SCRATCH_API void scratch_arena_reset(scratch_arena_t *a);
+
+/* Save the current position in *ret_mark. Returns 0, or -EINVAL. */
+SCRATCH_API int scratch_arena_mark(const scratch_arena_t *a, struct scratch_arena_mark *ret_mark);
+
+/*
+ * Free everything allocated after mark; chunks taken since go back to the
+ * pool. Returns 0, or -EINVAL for a mark that is not valid any more (taken
+ * before a reset, or ahead of the present after an earlier rewind): then
+ * nothing changes. A mark taken while the arena was empty is always valid.
+ */
+SCRATCH_API int scratch_arena_rewind(scratch_arena_t *a, const struct scratch_arena_mark *mark);
+
+/* Give every chunk back and free the arena. NULL is ignored. */
+SCRATCH_API void scratch_arena_destroy(scratch_arena_t *a);
+
+/* The arena's counters. Returns 0, or -EINVAL. */
+SCRATCH_API int scratch_arena_stats(const scratch_arena_t *a,
+                                    struct scratch_arena_stats *ret_stats);
+
+/* ---------------------------------------------------------------------- */
 /* Worker pool (workers.c)                                                */
 /* ---------------------------------------------------------------------- */
 
@@ -242,17 +310,17 @@ SCRATCH_API int scratch_workers_run(scratch_workers_t *w, scratch_job_fn f, void
  * -EINVAL for a NULL f with rows > 0.
  */
 SCRATCH_API int scratch_workers_run_rows(scratch_workers_t *w, size_t rows, size_t grain,
-					 scratch_rows_fn f, void *ctx);
+                                         scratch_rows_fn f, void *ctx);
 
 /* Several row spaces in one dispatch: every grain of every part, each part
  * seeing its own row indices. Returns 0, or -EINVAL (NULL parts with
  * nparts > 0, a NULL fn with rows > 0, or more grains than fit a size_t). */
 SCRATCH_API int scratch_workers_run_many(scratch_workers_t *w,
-					 const struct scratch_rows_part *parts, size_t nparts);
+                                         const struct scratch_rows_part *parts, size_t nparts);
 
 /* The pool's counters. Returns 0, or -EINVAL for NULL. */
 SCRATCH_API int scratch_workers_stats(const scratch_workers_t *w,
-				      struct scratch_workers_stats *ret_stats);
+                                      struct scratch_workers_stats *ret_stats);
 
 /*
  * The dot product of a[0..n) and x[0..n) in the library's fixed order:
@@ -267,12 +335,12 @@ SCRATCH_API float scratch_dot(const float *a, const float *x, size_t n);
  * contiguous), rows spread over the pool. Bit-identical to the serial loop.
  * Returns 0, or -EINVAL for NULL arrays or rows * cols overflowing. */
 SCRATCH_API int scratch_matvec(scratch_workers_t *w, const float *a, const float *x, float *y,
-			       size_t rows, size_t cols);
+                               size_t rows, size_t cols);
 
 /* Two inputs through one matrix, which is streamed once: y0 = a x0 and
  * y1 = a x1, bit-identical to two scratch_matvec() calls. */
 SCRATCH_API int scratch_matvec2(scratch_workers_t *w, const float *a, const float *x0,
-				const float *x1, float *y0, float *y1, size_t rows, size_t cols);
+                                const float *x1, float *y0, float *y1, size_t rows, size_t cols);
 
 #ifdef __cplusplus
 }

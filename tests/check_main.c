@@ -12,6 +12,7 @@ static Suite *(*const suites[])(void) = {
 	conf_suite,
 	pool_suite,
 	workers_suite,
+	arena_suite,
 };
 
 int main(void)

@@ -1,0 +1,274 @@
+/*
+ * arena.c - bump allocation over pool blocks (scratch_arena_*).
+ *
+ * An arena is a short stack of chunks, each a block from the scratch pool
+ * of the thread that needed it, and a bump offset into the newest one.
+ * Allocation bumps; a full chunk makes the arena take a new one at least
+ * twice the largest so far, so a workload that repeats (one token, one
+ * frame) settles on a single chunk after a few resets, and from then on
+ * reset is O(1): it keeps the largest chunk and gives the others back.
+ *
+ * The chunks are pool blocks, so the pool's retained and leased counters
+ * already count them (for the thread that acquired each). The arena's own
+ * owner counters say how they are used:
+ *
+ *   retained == sum of chunk capacities
+ *   leased   == bytes handed out since the last reset or rewind (padding
+ *               and the unused tails of full chunks included)
+ *   leased   <= retained
+ *
+ * Its descriptor lives in a page of its own (scratch__os_map), not in a
+ * chunk: chunks hold user data only, and the arena never calls malloc.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define MAX_CHUNKS    48
+#define DEFAULT_CHUNK (1u << 20)
+#define DEFAULT_ALIGN 16
+#define MAX_ALIGN     4096 /* chunks are page aligned */
+
+struct chunk {
+	char *base;
+	size_t cap;
+	size_t used;
+	uint64_t id; /* unique within the arena: tells a stale mark apart */
+};
+
+struct scratch_arena {
+	unsigned n; /* chunks in use; chunk[n-1] is the one we bump in */
+	size_t first;
+	uint64_t next_id;
+	uint64_t leased; /* used bytes of all chunks */
+	uint64_t retained;
+	uint64_t peak;
+	uint64_t resets;
+	uint32_t owner;
+	struct scratch__owner_counters *oc; /* segment block, or &priv */
+	struct scratch__owner_counters priv;
+	struct chunk chunk[MAX_CHUNKS];
+};
+
+static void publish(struct scratch_arena *a)
+{
+	struct scratch__owner_counters *oc = a->oc;
+
+	scratch__seq_begin(&oc->seq);
+	SCRATCH__STORE(&oc->retained, a->retained);
+	SCRATCH__STORE(&oc->leased, a->leased);
+	scratch__seq_end(&oc->seq);
+}
+
+scratch_arena_t *scratch_arena_new(const char *name, size_t chunk_size)
+{
+	struct scratch_arena *a = scratch__os_map(sizeof(*a));
+
+	if (!a) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	a->first = chunk_size ? chunk_size : DEFAULT_CHUNK;
+	(void)scratch__init();
+	a->owner = scratch__owner_register(SCRATCH__OWNER_ARENA, name ? name : "arena");
+	a->oc = a->owner ? scratch__owner_counters(a->owner) : NULL;
+	if (!a->oc)
+		a->oc = &a->priv;
+	publish(a);
+	return a;
+}
+
+/* Give chunk c back to its pool and drop it from the counters. */
+static void chunk_drop(struct scratch_arena *a, struct chunk *c)
+{
+	scratch_release(c->base);
+	a->retained -= c->cap;
+	a->leased -= c->used;
+	memset(c, 0, sizeof(*c));
+}
+
+/*
+ * Take a chunk that can hold size bytes at offset 0 (chunks are page
+ * aligned, so any alignment the arena accepts is met there). The tail of
+ * the chunk being left stays counted as leased until reset or rewind.
+ */
+static SCRATCH_COLD int chunk_grow(struct scratch_arena *a, size_t size)
+{
+	size_t want = a->first, min, max, largest = 0;
+	struct chunk *c;
+	uint32_t saved;
+	void *p;
+
+	if (a->n == MAX_CHUNKS)
+		return -ENOMEM;
+	if (!scratch_range(&min, &max))
+		return -ERANGE;
+	for (unsigned i = 0; i < a->n; i++)
+		largest = a->chunk[i].cap > largest ? a->chunk[i].cap : largest;
+	if (largest > want / 2)
+		want = largest > max / 2 ? max : 2 * largest;
+	if (want > max)
+		want = max;
+	if (size > want)
+		want = size; /* above max_size the pool refuses: ERANGE */
+	if (want < min)
+		want = min;
+	saved = scratch__current_owner;
+	scratch__current_owner = a->owner;
+	p = scratch_acquire(want);
+	scratch__current_owner = saved;
+	if (!p)
+		return errno == ERANGE ? -ERANGE : -ENOMEM;
+	if (a->n > 0) {
+		/* the old head's tail is lost until reset: count it as used */
+		struct chunk *h = &a->chunk[a->n - 1];
+
+		a->leased += h->cap - h->used;
+		h->used = h->cap;
+	}
+	c = &a->chunk[a->n++];
+	c->base = p;
+	c->cap = scratch_usable_size(p);
+	c->used = 0;
+	c->id = ++a->next_id;
+	a->retained += c->cap;
+	SCRATCH__ADD(&a->oc->growths, 1);
+	return 0;
+}
+
+void *scratch_arena_alloc(scratch_arena_t *a, size_t size, size_t align)
+{
+	struct chunk *c;
+	size_t off, end;
+	int rc;
+
+	if (!a || (align & (align - 1)) != 0 || align > MAX_ALIGN) {
+		errno = EINVAL;
+		return NULL;
+	}
+	align = align ? align : DEFAULT_ALIGN;
+	c = a->n ? &a->chunk[a->n - 1] : NULL;
+	if (c) {
+		off = (c->used + align - 1) & ~(align - 1);
+		if (!__builtin_add_overflow(off, size, &end) && end <= c->cap)
+			goto bump;
+	}
+	rc = chunk_grow(a, size);
+	if (rc != 0) {
+		errno = -rc;
+		return NULL;
+	}
+	c = &a->chunk[a->n - 1];
+	off = 0;
+	end = size;
+bump:
+	a->leased += end - c->used;
+	c->used = end;
+	if (a->leased > a->peak)
+		a->peak = a->leased;
+	publish(a);
+	return c->base + off;
+}
+
+/* Keep the largest chunk, empty, at the bottom; give the rest back. Marks
+ * taken before stop being valid: the kept chunk gets a new id. */
+void scratch_arena_reset(scratch_arena_t *a)
+{
+	unsigned keep = 0;
+
+	if (!a || a->n == 0)
+		return;
+	for (unsigned i = 1; i < a->n; i++)
+		keep = a->chunk[i].cap > a->chunk[keep].cap ? i : keep;
+	for (unsigned i = 0; i < a->n; i++)
+		if (i != keep)
+			chunk_drop(a, &a->chunk[i]);
+	a->chunk[0] = a->chunk[keep];
+	if (keep != 0)
+		memset(&a->chunk[keep], 0, sizeof(a->chunk[keep]));
+	a->leased -= a->chunk[0].used;
+	a->chunk[0].used = 0;
+	a->chunk[0].id = ++a->next_id;
+	a->n = 1;
+	a->resets++;
+	publish(a);
+}
+
+int scratch_arena_mark(const scratch_arena_t *a, struct scratch_arena_mark *ret_mark)
+{
+	if (!a || !ret_mark)
+		return -EINVAL;
+	if (a->n == 0) {
+		*ret_mark = (struct scratch_arena_mark){.chunk = 0, .id = 0, .used = 0};
+		return 0;
+	}
+	ret_mark->chunk = a->n - 1;
+	ret_mark->id = a->chunk[a->n - 1].id;
+	ret_mark->used = a->chunk[a->n - 1].used;
+	return 0;
+}
+
+/*
+ * Free everything allocated after mark: chunks taken since go back to the
+ * pool, and the mark's chunk bumps from the mark's offset again. A mark
+ * from before a reset, into a chunk a rewind already gave back, or ahead
+ * of the present (rewinding forward) gives -EINVAL and changes nothing. A
+ * mark of the empty arena is always valid: it empties the arena.
+ */
+int scratch_arena_rewind(scratch_arena_t *a, const struct scratch_arena_mark *mark)
+{
+	struct chunk *c;
+
+	if (!a || !mark)
+		return -EINVAL;
+	if (mark->id == 0) {
+		/* a mark of the empty arena: everything goes, whenever taken */
+		while (a->n > 1)
+			chunk_drop(a, &a->chunk[--a->n]);
+		if (a->n == 1) {
+			a->leased -= a->chunk[0].used;
+			a->chunk[0].used = 0;
+		}
+		publish(a);
+		return 0;
+	}
+	if (mark->chunk >= a->n || a->chunk[mark->chunk].id != mark->id)
+		return -EINVAL;
+	c = &a->chunk[mark->chunk];
+	if (mark->chunk == a->n - 1 && mark->used > c->used)
+		return -EINVAL;
+	while (a->n - 1 > mark->chunk)
+		chunk_drop(a, &a->chunk[--a->n]);
+	a->leased -= c->used - mark->used;
+	c->used = mark->used;
+	publish(a);
+	return 0;
+}
+
+void scratch_arena_destroy(scratch_arena_t *a)
+{
+	if (!a)
+		return;
+	while (a->n > 0)
+		chunk_drop(a, &a->chunk[--a->n]);
+	publish(a);
+	if (a->owner)
+		scratch__owner_unregister(a->owner);
+	scratch__os_unmap(a, sizeof(*a));
+}
+
+int scratch_arena_stats(const scratch_arena_t *a, struct scratch_arena_stats *ret_stats)
+{
+	if (!a || !ret_stats)
+		return -EINVAL;
+	ret_stats->chunks = a->n;
+	ret_stats->retained = a->retained;
+	ret_stats->used = a->leased;
+	ret_stats->peak_used = a->peak;
+	ret_stats->resets = a->resets;
+	ret_stats->growths = SCRATCH__LOAD(&a->oc->growths);
+	return 0;
+}
