@@ -193,6 +193,10 @@ SCRATCH_HIDDEN struct scratch__counters *scratch__segment_thread_attach(uint32_t
 									 pid_t tid);
 /* Mark the slot's thread exited (its counters stay until reattached). */
 SCRATCH_HIDDEN void scratch__segment_thread_exit(uint32_t index);
+/* The pool folded the slot's counters into proc->exited: the slot stops
+ * counting (state FREE). Called inside the proc->seq bracket, so a reader
+ * sees either the slot or the folded counters, never both. */
+SCRATCH_HIDDEN void scratch__segment_thread_reclaim(uint32_t index);
 /* The process-wide counters in the segment, or NULL. */
 SCRATCH_HIDDEN struct scratch__proc_counters *scratch__segment_proc(void);
 /* After fork, in the child: move to a segment file of its own. */

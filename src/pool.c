@@ -525,6 +525,7 @@ static void tc_fold(struct tcache *tc)
 	SCRATCH__ADD(&e->growth_bytes, s.growth_bytes);
 	SCRATCH__ADD(&e->remote_in, s.remote_in);
 	SCRATCH__ADD(&g.proc->exited_threads, 1);
+	scratch__segment_thread_reclaim(tc->index); /* inside the bracket: no double count */
 	proc_end();
 	__atomic_store_n(&tc->state, TC_FREE, __ATOMIC_RELAXED);
 }

@@ -368,6 +368,13 @@ void scratch__segment_thread_exit(uint32_t index)
 		my_slot = 0;
 }
 
+void scratch__segment_thread_reclaim(uint32_t index)
+{
+	if (seg.hdr == NULL || index >= seg.hdr->thread_slots)
+		return;
+	__atomic_store_n(&thread_slot(index)->state, SCRATCH_SEG_FREE, __ATOMIC_RELEASE);
+}
+
 struct scratch__proc_counters *scratch__segment_proc(void)
 {
 	if (seg.hdr == NULL)
