@@ -49,13 +49,13 @@ static uint8_t *seg_at(uint64_t off)
 static struct scratch_seg_thread *thread_slot(uint32_t i)
 {
 	return (struct scratch_seg_thread *)seg_at(seg.hdr->threads_off +
-						   (uint64_t)i * seg.hdr->thread_stride);
+	                                           (uint64_t)i * seg.hdr->thread_stride);
 }
 
 static struct scratch_seg_owner *owner_slot(uint32_t i)
 {
 	return (struct scratch_seg_owner *)seg_at(seg.hdr->owners_off +
-						  (uint64_t)i * seg.hdr->owner_stride);
+	                                          (uint64_t)i * seg.hdr->owner_stride);
 }
 
 /* Read up to len-1 bytes of a small file (procfs) into buf, NUL-terminated.
@@ -185,15 +185,14 @@ static int run_dir(char *dir, size_t len)
 	scratch__fmt_str(msg, sizeof(msg), &pos, "stats off: run directory ");
 	scratch__fmt_str(msg, sizeof(msg), &pos, dir);
 	scratch__fmt_str(msg, sizeof(msg), &pos,
-			 " must be a directory of mode 0700 owned by this user");
+	                 " must be a directory of mode 0700 owned by this user");
 	scratch__warn(msg);
 	return -EPERM;
 }
 
 /* "<dir>/<pid>-<nonce>.seg" into path, and the temporary ".<pid>-<nonce>.tmp"
  * it is created under. */
-static void seg_names(const char *dir, pid_t pid, uint64_t nonce, char *path, char *tmp,
-		      size_t len)
+static void seg_names(const char *dir, pid_t pid, uint64_t nonce, char *path, char *tmp, size_t len)
 {
 	size_t p = 0, t = 0;
 
@@ -243,9 +242,9 @@ static size_t layout(struct scratch_seg_header *h, const struct scratch__conf *c
 {
 	uint64_t off = sizeof(*h);
 	uint64_t threads = conf->max_threads;
-	uint32_t frames = (uint32_t)(conf->trace_frames < SCRATCH_SEG_MAX_FRAMES
-					     ? conf->trace_frames
-					     : SCRATCH_SEG_MAX_FRAMES);
+	uint32_t frames =
+	        (uint32_t)(conf->trace_frames < SCRATCH_SEG_MAX_FRAMES ? conf->trace_frames
+	                                                               : SCRATCH_SEG_MAX_FRAMES);
 
 	if (threads < 1)
 		threads = 1;
@@ -317,7 +316,7 @@ int scratch__segment_open(const struct scratch__conf *conf)
 	scratch__conf_format(conf, proto.conf, sizeof(proto.conf));
 	memcpy(map, &proto, sizeof(proto));
 	__atomic_store_n(&((struct scratch_seg_header *)map)->magic, SCRATCH_SEG_MAGIC,
-			 __ATOMIC_RELEASE);
+	                 __ATOMIC_RELEASE);
 	if (rename(tmp, seg.path) != 0) {
 		err = -errno;
 		unlink(tmp);
@@ -473,7 +472,7 @@ static struct scratch_seg_owner *owner_claim(void)
 			uint32_t expect = from;
 
 			if (__atomic_compare_exchange_n(&o->state, &expect, SCRATCH_SEG_BUSY, false,
-							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+			                                __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
 				o->id = i + 1;
 				return o;
 			}

@@ -101,7 +101,7 @@ struct scratch_seg_header {
 	int32_t pid;
 	int32_t ppid;
 	uint32_t uid;
-	uint32_t flags;     /* SCRATCH_SEG_F_* */
+	uint32_t flags;       /* SCRATCH_SEG_F_* */
 	uint64_t start_ticks; /* /proc/PID/stat field 22: guards against pid reuse */
 	uint64_t created_ns;  /* CLOCK_REALTIME */
 	uint32_t exited;      /* 1 once the process ran its destructors */
@@ -161,17 +161,17 @@ struct scratch_seg_owner {
 };
 
 struct scratch_seg_record {
-	uint64_t seq; /* claimed sequence number, written first */
+	uint64_t seq;     /* claimed sequence number, written first */
 	uint64_t time_ns; /* CLOCK_REALTIME */
 	uint64_t bytes;
 	int32_t tid;
 	uint32_t cls;
-	int32_t cpu;  /* -1: unknown */
-	int32_t node; /* -1: unknown */
-	uint32_t owner;   /* 0: the plain pool, else an owner id */
-	uint32_t nframes; /* valid entries of frames[] */
-	uint64_t check;   /* scratch_seg_record_check() */
-	uint64_t seq_end; /* == seq once the record is complete */
+	int32_t cpu;       /* -1: unknown */
+	int32_t node;      /* -1: unknown */
+	uint32_t owner;    /* 0: the plain pool, else an owner id */
+	uint32_t nframes;  /* valid entries of frames[] */
+	uint64_t check;    /* scratch_seg_record_check() */
+	uint64_t seq_end;  /* == seq once the record is complete */
 	uint64_t frames[]; /* return addresses, innermost first */
 };
 
@@ -182,14 +182,14 @@ _Static_assert(sizeof(struct scratch_seg_record) == 64, "record header size");
 /* Hash of a record's payload (everything but check and seq_end, plus
  * nframes frames): a record torn by two writers fails it. */
 static inline uint64_t scratch_seg_record_check(const struct scratch_seg_record *r,
-						const uint64_t *frames, uint32_t nframes)
+                                                const uint64_t *frames, uint32_t nframes)
 {
 	const uint64_t w[6] = {r->seq,
-			 r->time_ns,
-			 r->bytes,
-			 (uint64_t)(uint32_t)r->tid | (uint64_t)r->cls << 32,
-			 (uint64_t)(uint32_t)r->cpu | (uint64_t)(uint32_t)r->node << 32,
-			 (uint64_t)r->owner | (uint64_t)r->nframes << 32};
+	                       r->time_ns,
+	                       r->bytes,
+	                       (uint64_t)(uint32_t)r->tid | (uint64_t)r->cls << 32,
+	                       (uint64_t)(uint32_t)r->cpu | (uint64_t)(uint32_t)r->node << 32,
+	                       (uint64_t)r->owner | (uint64_t)r->nframes << 32};
 	uint64_t h = UINT64_C(0xcbf29ce484222325);
 
 	for (unsigned i = 0; i < 6 + nframes; i++) {

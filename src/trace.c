@@ -64,7 +64,7 @@ void scratch__trace_growth(pid_t tid, uint64_t bytes, uint32_t cls, uint32_t own
 	scratch__os_getcpu(&cpu, &node);
 	s = __atomic_add_fetch(&h->ring_head, 1, __ATOMIC_RELAXED);
 	r = (struct scratch_seg_record *)((uint8_t *)h + h->ring_off +
-					  ((s - 1) & (h->ring_slots - 1)) * h->record_stride);
+	                                  ((s - 1) & (h->ring_slots - 1)) * h->record_stride);
 	/* seq first, then (release) the payload: a reader that sees the new
 	 * seq_end below also sees seq == s, or knows the record is torn. */
 	__atomic_store_n(&r->seq, s, __ATOMIC_RELAXED);

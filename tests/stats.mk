@@ -1,1 +1,6 @@
-# tests for stats (owned by whoever builds that part).
+# Tests of the stats part: the segment writer, scratchd and scratchstat, end
+# to end with a real daemon on a private run directory per test.
+check_PROGRAMS += tests/host_stats
+tests_host_stats_SOURCES = tests/stats_host.c
+tests_host_stats_CFLAGS = $(AM_CFLAGS) -g -O1 -fno-omit-frame-pointer
+tests_host_stats_LDADD = libscratch.la $(PTHREAD_LIBS)

@@ -1,0 +1,39 @@
+/*
+ * common.h - what scratchd and scratchstat share: the run directory rules
+ * of DESIGN.md, the socket's name and protocol version, clocks, and /proc
+ * helpers.
+ */
+#ifndef SCRATCH_STATS_COMMON_H
+#define SCRATCH_STATS_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define STATS_PROTOCOL    1
+#define STATS_SOCKET_NAME "scratchd.sock"
+
+/*
+ * The run directory into buf: dir when not NULL, else $SCRATCH_RUNTIME_DIR,
+ * else $XDG_RUNTIME_DIR/scratch, else /dev/shm/scratch-$UID. With create,
+ * a missing last component is made 0700. Returns 0, or -errno with a
+ * human cause in err: a directory that is not ours or is open to others is
+ * refused (-EPERM).
+ */
+int stats_run_dir(const char *dir, bool create, char *buf, size_t len, char *err, size_t errlen);
+
+/* The uid of the peer of a connected Unix socket; -errno on failure. */
+int stats_peer_uid(int fd, uid_t *ret_uid);
+
+uint64_t stats_realtime_ns(void);
+uint64_t stats_mono_ns(void);
+
+/* Field 22 of /proc/PID/stat: -ENOENT when the process is gone. */
+int stats_proc_start_ticks(pid_t pid, uint64_t *ret_ticks);
+
+/* Read a whole (procfs) file into a malloc'd, NUL-terminated buffer of at
+ * most max bytes. Returns NULL and sets errno on failure. */
+char *stats_read_file(const char *path, size_t max, size_t *ret_len);
+
+#endif /* SCRATCH_STATS_COMMON_H */

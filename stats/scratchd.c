@@ -1,0 +1,776 @@
+/*
+ * scratchd.c - the stats daemon: discovery, sampling, trace draining.
+ *
+ * Watches the run directory with inotify for published segments
+ * ("<pid>-<nonce>.seg", renamed into place complete), validates each one
+ * (segread.c), then every interval samples its counters into a bounded
+ * history, and every tick (a tenth of the interval, at most 100 ms) drains
+ * its trace ring so records are taken before the ring wraps. A process is
+ * live while its pid exists with the start time of the segment and still
+ * maps the segment; otherwise it is kept, final state and all, for the
+ * retention period, and its file is removed unless it asked to be kept.
+ * The HTTP side is serve.c.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "scratchd.h"
+
+struct sd_state sd = {
+        .lock = PTHREAD_MUTEX_INITIALIZER,
+        .cond = PTHREAD_COND_INITIALIZER,
+        .interval_ms = 1000,
+        .retention_s = 300,
+        .history = 600,
+        .trace_keep = 16384,
+};
+
+static bool verbose;
+static int run_dir_fd = -1;
+
+static int dirfd_cache(void)
+{
+	if (run_dir_fd < 0)
+		run_dir_fd = open(sd.run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return run_dir_fd;
+}
+
+__attribute__((format(printf, 1, 2))) static void logmsg(const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "scratchd: %s\n", line);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Discovery                                                               */
+/* ---------------------------------------------------------------------- */
+
+static bool is_segment_name(const char *name)
+{
+	size_t n = strlen(name), s = strlen(SCRATCH_SEG_SUFFIX);
+
+	return name[0] != '.' && n > s && strcmp(name + n - s, SCRATCH_SEG_SUFFIX) == 0;
+}
+
+static struct sd_proc *find_file(const char *name)
+{
+	for (struct sd_proc *p = sd.procs; p != NULL; p = p->next)
+		if (strcmp(p->file, name) == 0)
+			return p;
+	return NULL;
+}
+
+static bool is_retired(const char *name)
+{
+	for (uint32_t i = 0; i < sd.nretired; i++)
+		if (strcmp(sd.retired[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* Remember a rejected file once (a later event for it replaces the entry). */
+static void reject(const char *name, const char *why)
+{
+	uint32_t i;
+
+	for (i = 0; i < sd.nrejected; i++)
+		if (strcmp(sd.rejected[i].file, name) == 0)
+			break;
+	if (i == sd.nrejected) {
+		if (sd.nrejected == SD_MAX_REJECTED) {
+			memmove(&sd.rejected[0], &sd.rejected[1],
+			        sizeof(sd.rejected[0]) * (SD_MAX_REJECTED - 1));
+			i = SD_MAX_REJECTED - 1;
+		} else {
+			sd.nrejected++;
+		}
+		logmsg("%s: rejected: %s", name, why);
+	}
+	snprintf(sd.rejected[i].file, sizeof(sd.rejected[i].file), "%s", name);
+	snprintf(sd.rejected[i].error, sizeof(sd.rejected[i].error), "%s", why);
+}
+
+static void unreject(const char *name)
+{
+	for (uint32_t i = 0; i < sd.nrejected; i++)
+		if (strcmp(sd.rejected[i].file, name) == 0) {
+			sd.rejected[i] = sd.rejected[--sd.nrejected];
+			return;
+		}
+}
+
+static void proc_free(struct sd_proc *p)
+{
+	if (p->fd >= 0)
+		close(p->fd);
+	free(p->threads);
+	free(p->owners);
+	free(p->hist);
+	free(p->trace);
+	free(p->maps);
+	free(p);
+}
+
+/*
+ * Open and validate a segment file of the run directory. Never follows a
+ * symlink, opens only regular files owned by our uid, and O_NONBLOCK so a
+ * FIFO planted there cannot hang the daemon. Under sd.lock.
+ */
+static void adopt(const char *name)
+{
+	char err[160];
+	struct stat st;
+	struct segread_src src = {.fd = -1};
+	struct sd_proc *p;
+	int fd, rc;
+
+	if (!is_segment_name(name) || find_file(name) != NULL || is_retired(name))
+		return;
+	fd = openat(dirfd_cache(), name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		if (errno != ENOENT)
+			reject(name, errno == ELOOP ? "a symbolic link" : strerror(errno));
+		return;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		reject(name, "not a regular file owned by this user");
+		goto out_close;
+	}
+	src.fd = fd;
+	p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		goto out_close;
+	rc = segread_open(&src, (uint64_t)st.st_size, &p->seg, err, sizeof(err));
+	if (rc != 0) {
+		reject(name, err);
+		free(p);
+		goto out_close;
+	}
+	unreject(name);
+	snprintf(p->file, sizeof(p->file), "%s", name);
+	p->fd = fd;
+	p->live = true;
+	p->seen_ns = stats_realtime_ns();
+	p->next_seq = 1;
+	p->hist_cap = sd.history;
+	p->hist = calloc(p->hist_cap, sizeof(*p->hist));
+	p->trace_cap = p->seg.ring_slots != 0 ? sd.trace_keep : 0;
+	p->trace = p->trace_cap != 0 ? calloc(p->trace_cap, sizeof(*p->trace)) : NULL;
+	if (p->hist == NULL || (p->trace_cap != 0 && p->trace == NULL)) {
+		proc_free(p);
+		return;
+	}
+	p->next = sd.procs;
+	sd.procs = p;
+	if (verbose)
+		logmsg("%s: pid %d %s", name, p->seg.pid, p->seg.exe);
+	return;
+out_close:
+	close(fd);
+}
+
+static void rescan(void)
+{
+	DIR *d = opendir(sd.run_dir);
+	struct dirent *e;
+
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL)
+		adopt(e->d_name);
+	closedir(d);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Sampling                                                                */
+/* ---------------------------------------------------------------------- */
+
+/* Keep the file-backed lines of /proc/PID/maps (what libdw needs to map
+ * addresses back to ELF files); returns whether the segment is mapped. */
+static bool refresh_maps(struct sd_proc *p, bool *ret_empty)
+{
+	char path[64];
+	char *maps, *out, *line, *save = NULL;
+	size_t len, o = 0;
+	bool mapped = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", p->seg.pid);
+	maps = stats_read_file(path, 64u << 20, &len);
+	*ret_empty = maps == NULL || len == 0;
+	if (maps == NULL)
+		return false;
+	out = malloc(len + 1);
+	if (out == NULL) {
+		free(maps);
+		return true;
+	}
+	for (line = strtok_r(maps, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+		const char *slash = strchr(line, '/');
+		const char *base;
+
+		if (slash == NULL)
+			continue;
+		base = strrchr(slash, '/');
+		if (strncmp(base + 1, p->file, strlen(p->file)) == 0) {
+			mapped = true;
+			continue;
+		}
+		o += (size_t)sprintf(out + o, "%s\n", line);
+	}
+	out[o] = '\0';
+	free(maps);
+	free(p->maps);
+	p->maps = out;
+	return mapped;
+}
+
+/* Why the process behind p is no longer live, or NULL while it is. */
+static const char *liveness(struct sd_proc *p, const struct segread_dyn *d)
+{
+	uint64_t ticks;
+	bool empty;
+	int rc;
+
+	if (d->exited)
+		return "exit";
+	rc = stats_proc_start_ticks(p->seg.pid, &ticks);
+	if (rc == -ENOENT)
+		return "gone";
+	if (rc == 0 && ticks != p->seg.start_ticks)
+		return "pid_reused";
+	if (!refresh_maps(p, &empty))
+		return empty ? "gone" : "exec";
+	return NULL;
+}
+
+static void read_threads(struct sd_proc *p)
+{
+	struct segread_thread *t =
+	        calloc(p->seg.thread_slots ? p->seg.thread_slots : 1, sizeof(*t));
+	uint32_t n = 0, j = 0;
+
+	if (t == NULL)
+		return;
+	for (uint32_t i = 0; i < p->seg.thread_slots; i++) {
+		int rc = segread_thread(&p->seg, i, &t[n]);
+
+		if (rc == 0) {
+			n++;
+			continue;
+		}
+		if (rc != -EAGAIN)
+			continue;
+		/* Being rewritten: keep what the last sample saw. */
+		while (j < p->nthreads && p->threads[j].index < i)
+			j++;
+		if (j < p->nthreads && p->threads[j].index == i)
+			t[n++] = p->threads[j];
+	}
+	free(p->threads);
+	p->threads = t;
+	p->nthreads = n;
+}
+
+/* Thread names change after the first pool use (pthread_setname_np):
+ * refresh them from /proc while the process lives. */
+static void refresh_names(struct sd_proc *p)
+{
+	for (uint32_t i = 0; i < p->nthreads; i++) {
+		struct segread_thread *t = &p->threads[i];
+		char path[96], *comm;
+		size_t len;
+
+		if (t->state != SCRATCH_SEG_LIVE)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", p->seg.pid, t->tid);
+		comm = stats_read_file(path, 64, &len);
+		if (comm == NULL)
+			continue;
+		if (len > 0 && comm[len - 1] == '\n')
+			comm[--len] = '\0';
+		snprintf(t->name, sizeof(t->name), "%s", comm);
+		free(comm);
+	}
+}
+
+static void read_owners(struct sd_proc *p)
+{
+	struct segread_owner *o = calloc(p->seg.owner_slots ? p->seg.owner_slots : 1, sizeof(*o));
+	uint32_t n = 0;
+
+	if (o == NULL)
+		return;
+	for (uint32_t i = 0; i < p->seg.owner_slots; i++)
+		if (segread_owner(&p->seg, i, &o[n]) == 0)
+			n++;
+	free(p->owners);
+	p->owners = o;
+	p->nowners = n;
+}
+
+static void sample(struct sd_proc *p)
+{
+	struct sd_sample *s;
+
+	struct scratch__proc_counters again;
+
+	/* A slot the pool reclaims is folded into proc->exited inside
+	 * proc->seq: read proc around the slots and retry when it moved, so a
+	 * thread is counted exactly once. */
+	for (int tries = 0; tries < 8; tries++) {
+		if (segread_proc(&p->seg, &p->pc) != 0)
+			memset(&p->pc, 0, sizeof(p->pc));
+		read_threads(p);
+		if (segread_proc(&p->seg, &again) != 0 || again.seq == p->pc.seq)
+			break;
+	}
+	if (p->live)
+		refresh_names(p);
+	read_owners(p);
+	segread_totals(p->threads, p->nthreads, &p->pc, &p->tot);
+	s = &p->hist[p->hist_pos];
+	s->t_ns = stats_realtime_ns();
+	s->tot = p->tot;
+	p->hist_pos = (p->hist_pos + 1) % p->hist_cap;
+	if (p->hist_len < p->hist_cap)
+		p->hist_len++;
+}
+
+static void keep_record(void *ctx, const struct segread_record *r)
+{
+	struct sd_proc *p = ctx;
+	uint32_t at;
+
+	if (p->trace_len < p->trace_cap) {
+		at = (p->trace_pos + p->trace_len++) % p->trace_cap;
+	} else {
+		/* Our own buffer is full: the oldest record goes (readers see
+		 * it through "first"). */
+		at = p->trace_pos;
+		p->trace_pos = (p->trace_pos + 1) % p->trace_cap;
+	}
+	p->trace[at] = *r;
+	p->drained++;
+}
+
+static bool drain(struct sd_proc *p, bool final)
+{
+	uint64_t before = p->next_seq, lost = p->lost;
+	struct segread_dyn d;
+	int rc;
+
+	if (p->trace_cap == 0)
+		return false;
+	rc = segread_drain(&p->seg, &p->next_seq, &p->lost, UINT64_MAX, final || p->stall >= 10,
+	                   keep_record, p);
+	if (rc == -EAGAIN && p->next_seq == before)
+		p->stall++;
+	else
+		p->stall = 0;
+	if (rc == -EBADMSG)
+		logmsg("%s: trace ring head went backwards", p->file);
+	if (segread_dyn(&p->seg, &d) == 0)
+		p->head = d.ring_head;
+	return p->next_seq != before || p->lost != lost;
+}
+
+static void mark_exited(struct sd_proc *p, const char *reason, const struct segread_dyn *d)
+{
+	struct stat st;
+
+	p->live = false;
+	p->reason = reason;
+	p->exit_ns = d->exited && d->exit_ns != 0 ? d->exit_ns : stats_realtime_ns();
+	p->exited_mono = stats_mono_ns();
+	drain(p, true);
+	sample(p);
+	/* A dead process's file is stale unless it asked to be kept; the
+	 * final state lives on in memory (and in p->fd) for the retention. */
+	if (!(p->seg.flags & SCRATCH_SEG_F_KEEP) && fstat(p->fd, &st) == 0 && st.st_nlink > 0 &&
+	    unlinkat(dirfd_cache(), p->file, 0) == 0)
+		p->unlinked = true;
+	if (verbose)
+		logmsg("%s: pid %d no longer live (%s)", p->file, p->seg.pid, reason);
+}
+
+static void retire(struct sd_proc *p)
+{
+	if (sd.nretired < SD_MAX_RETIRED)
+		snprintf(sd.retired[sd.nretired++], NAME_MAX + 1, "%s", p->file);
+	proc_free(p);
+}
+
+/* One sampling round: liveness, counters, history, retention. */
+static void sample_all(void)
+{
+	uint64_t now = stats_mono_ns();
+
+	for (struct sd_proc **pp = &sd.procs; *pp != NULL;) {
+		struct sd_proc *p = *pp;
+		struct segread_dyn d;
+		const char *why;
+
+		if (!p->live) {
+			if (now - p->exited_mono >= sd.retention_s * 1000000000u) {
+				*pp = p->next;
+				retire(p);
+				continue;
+			}
+			pp = &p->next;
+			continue;
+		}
+		if (segread_dyn(&p->seg, &d) != 0) {
+			memset(&d, 0, sizeof(d));
+			why = "gone";
+		} else {
+			why = liveness(p, &d);
+		}
+		if (why != NULL)
+			mark_exited(p, why, &d);
+		else
+			sample(p);
+		pp = &p->next;
+	}
+	sd.samples++;
+}
+
+static void drain_all(void)
+{
+	bool any = false;
+
+	for (struct sd_proc *p = sd.procs; p != NULL; p = p->next)
+		if (p->live)
+			any |= drain(p, false);
+	if (any)
+		pthread_cond_broadcast(&sd.cond);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The socket                                                              */
+/* ---------------------------------------------------------------------- */
+
+/* The socket systemd passed (LISTEN_FDS, first fd 3), or -1. */
+static int activated_socket(void)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+
+	if (pid == NULL || fds == NULL || strtol(pid, NULL, 10) != (long)getpid() ||
+	    strtol(fds, NULL, 10) < 1)
+		return -1;
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	fcntl(3, F_SETFD, FD_CLOEXEC);
+	return 3;
+}
+
+/*
+ * Create the listening socket as tmux does: check the path fits, refuse to
+ * replace a socket another daemon still answers on, and create it with a
+ * umask that leaves it 0600 from the start (no window where it is open).
+ */
+static int make_socket(const char *path, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	mode_t mask;
+	int fd, e;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "socket path too long: %s", path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		goto out_err;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		close(fd);
+		snprintf(err, errlen, "another scratchd is running on %s", path);
+		return -EADDRINUSE;
+	}
+	close(fd);
+	unlink(path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		goto out_err;
+	mask = umask(S_IXUSR | S_IRWXG | S_IRWXO);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		e = errno;
+		umask(mask);
+		close(fd);
+		errno = e;
+		goto out_err;
+	}
+	umask(mask);
+	if (listen(fd, 64) != 0) {
+		e = errno;
+		close(fd);
+		errno = e;
+		goto out_err;
+	}
+	return fd;
+out_err:
+	e = errno;
+	snprintf(err, errlen, "%s: %s", path, strerror(e));
+	return -e;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Main                                                                    */
+/* ---------------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: scratchd [-v] [--run-dir DIR] [--interval SECONDS] [--history N]\n"
+	           "                [--retention SECONDS] [--trace-keep N] [--listen "
+	           "127.0.0.1:PORT]\n");
+}
+
+static bool parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *ret)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi || *s == '-')
+		return false;
+	*ret = v;
+	return true;
+}
+
+static bool parse_seconds_ms(const char *s, uint64_t *ret_ms)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || !(v >= 0.01 && v <= 3600))
+		return false;
+	*ret_ms = (uint64_t)(v * 1000.0 + 0.5);
+	return true;
+}
+
+static int parse_args(int argc, char **argv, const char **run_dir, const char **listen_on)
+{
+	static const struct option opts[] = {
+	        {"run-dir", required_argument, NULL, 'd'},
+	        {"interval", required_argument, NULL, 'i'},
+	        {"history", required_argument, NULL, 'H'},
+	        {"retention", required_argument, NULL, 'r'},
+	        {"trace-keep", required_argument, NULL, 'k'},
+	        {"listen", required_argument, NULL, 'l'},
+	        {"verbose", no_argument, NULL, 'v'},
+	        {"help", no_argument, NULL, 'h'},
+	        {"version", no_argument, NULL, 'V'},
+	        {NULL, 0, NULL, 0},
+	};
+	uint64_t v;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "d:i:H:r:k:l:vhV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			*run_dir = optarg;
+			break;
+		case 'i':
+			if (!parse_seconds_ms(optarg, &sd.interval_ms))
+				goto out_bad;
+			break;
+		case 'H':
+			if (!parse_u64(optarg, 2, 1000000, &v))
+				goto out_bad;
+			sd.history = (uint32_t)v;
+			break;
+		case 'r':
+			if (!parse_u64(optarg, 0, 86400 * 365, &sd.retention_s))
+				goto out_bad;
+			break;
+		case 'k':
+			if (!parse_u64(optarg, 16, 1u << 24, &v))
+				goto out_bad;
+			sd.trace_keep = (uint32_t)v;
+			break;
+		case 'l':
+			*listen_on = optarg;
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("scratchd %s (protocol %d)\n", PACKAGE_VERSION, STATS_PROTOCOL);
+			exit(0);
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	return 0;
+out_bad:
+	logmsg("invalid value for --%s: '%s'",
+	       opts[c == 'i'   ? 1
+	            : c == 'H' ? 2
+	            : c == 'r' ? 3
+	                       : 4]
+	               .name,
+	       optarg);
+	return 2;
+}
+
+static void handle_inotify(int fd)
+{
+	char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t n = read(fd, buf, sizeof(buf));
+
+	for (char *p = buf; n > 0 && p < buf + n;) {
+		struct inotify_event *e = (struct inotify_event *)p;
+
+		if (e->mask & IN_Q_OVERFLOW)
+			rescan();
+		else if (e->len > 0)
+			adopt(e->name);
+		p += sizeof(*e) + e->len;
+	}
+}
+
+static int loop(int ino, int sig)
+{
+	uint64_t tick_ms = sd.interval_ms / 10 < 100 ? sd.interval_ms / 10 : 100;
+	uint64_t next_sample = 0;
+
+	if (tick_ms < 5)
+		tick_ms = 5;
+	for (;;) {
+		struct pollfd pf[2] = {{.fd = ino, .events = POLLIN},
+		                       {.fd = sig, .events = POLLIN}};
+		uint64_t now;
+
+		if (poll(pf, 2, (int)tick_ms) < 0 && errno != EINTR) {
+			logmsg("poll: %s", strerror(errno));
+			return 1;
+		}
+		if (pf[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			if (read(sig, &si, sizeof(si)) == sizeof(si)) {
+				if (verbose)
+					logmsg("signal %u: stopping", si.ssi_signo);
+				return 0;
+			}
+		}
+		pthread_mutex_lock(&sd.lock);
+		if (pf[0].revents & POLLIN)
+			handle_inotify(ino);
+		drain_all();
+		now = stats_mono_ns() / 1000000u;
+		if (now >= next_sample) {
+			sample_all();
+			next_sample = now + sd.interval_ms;
+			pthread_cond_broadcast(&sd.cond);
+		}
+		pthread_mutex_unlock(&sd.lock);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *run_dir = NULL, *listen_on = NULL;
+	char err[PATH_MAX + 128];
+	sigset_t mask;
+	bool activated;
+	int rc, ufd, ino, sig;
+
+	rc = parse_args(argc, argv, &run_dir, &listen_on);
+	if (rc != 0)
+		return rc;
+	sd.retired = calloc(SD_MAX_RETIRED, sizeof(*sd.retired));
+	if (sd.retired == NULL)
+		return 1;
+	if (stats_run_dir(run_dir, true, sd.run_dir, sizeof(sd.run_dir), err, sizeof(err)) != 0) {
+		logmsg("%s", err);
+		return 1;
+	}
+	if (snprintf(sd.socket_path, sizeof(sd.socket_path), "%.*s/%s", PATH_MAX - 32, sd.run_dir,
+	             STATS_SOCKET_NAME) < 0)
+		return 1;
+	sd.start_ns = stats_realtime_ns();
+	/* SIGTERM and SIGINT arrive through a signalfd; blocked before any
+	 * thread starts so every HTTP thread inherits the mask. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sig = signalfd(-1, &mask, SFD_CLOEXEC);
+	ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (sig < 0 || ino < 0 ||
+	    inotify_add_watch(ino, sd.run_dir, IN_MOVED_TO | IN_CREATE | IN_CLOSE_WRITE) < 0) {
+		logmsg("inotify on %s: %s", sd.run_dir, strerror(errno));
+		return 1;
+	}
+	ufd = activated_socket();
+	activated = ufd >= 0;
+	if (ufd < 0)
+		ufd = make_socket(sd.socket_path, err, sizeof(err));
+	if (ufd < 0) {
+		logmsg("%s", err);
+		return 1;
+	}
+	pthread_mutex_lock(&sd.lock);
+	rescan();
+	sample_all();
+	pthread_mutex_unlock(&sd.lock);
+	if (sd_serve_start(ufd, listen_on, err, sizeof(err)) != 0) {
+		logmsg("%s", err);
+		return 1;
+	}
+	if (verbose)
+		logmsg("serving %s", sd.socket_path);
+	rc = loop(ino, sig);
+	pthread_mutex_lock(&sd.lock);
+	sd.stopping = true;
+	pthread_cond_broadcast(&sd.cond);
+	pthread_mutex_unlock(&sd.lock);
+	sd_serve_stop();
+	if (!activated)
+		unlink(sd.socket_path);
+	while (sd.procs != NULL) {
+		struct sd_proc *p = sd.procs;
+
+		sd.procs = p->next;
+		proc_free(p);
+	}
+	free(sd.retired);
+	return rc;
+}

@@ -1,0 +1,936 @@
+/*
+ * scratchstat.c - the everyday view of scratchd's data, in the habits of
+ * vmstat and pidstat.
+ *
+ *   scratchstat                         processes
+ *   scratchstat PID                     PID's per-thread table
+ *   scratchstat PID INTERVAL [COUNT]    totals every INTERVAL seconds, with rates
+ *   scratchstat trace PID [--follow] [--since SEQ] [--frames]
+ *   scratchstat owners PID | history PID
+ *
+ * Every view is one JSON value (what scratchd served, plus symbolized call
+ * sites for traces); --json prints that value, the table is rendered from
+ * the same value, so the two never disagree. Talks HTTP over the Unix
+ * socket with libcurl and starts scratchd (detached) when none answers,
+ * unless --no-start.
+ */
+#include "config.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "symbols.h"
+
+/* Exit status: see scratchstat(1). */
+enum {
+	EX_OK = 0,
+	EX_NOPROC = 1,
+	EX_USAGE = 2,
+	EX_NODAEMON = 3,
+	EX_FAIL = 4,
+};
+
+static struct {
+	bool json, no_start, follow, frames, verbose;
+	uint64_t since, limit;
+	const char *run_dir_arg, *socket_arg;
+	char run_dir[PATH_MAX];
+	char socket[PATH_MAX];
+} opt = {.since = 1, .limit = 100000};
+
+__attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("scratchstat: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* ---------------------------------------------------------------------- */
+/* HTTP over the Unix socket                                               */
+/* ---------------------------------------------------------------------- */
+
+struct body {
+	char *p;
+	size_t len;
+	/* follow mode: called per complete line instead of buffering */
+	int (*line)(json_t *j, void *ctx);
+	void *ctx;
+	int line_rc;
+};
+
+static size_t on_data(char *data, size_t size, size_t n, void *arg)
+{
+	struct body *b = arg;
+	size_t len = size * n;
+	char *nb = realloc(b->p, b->len + len + 1);
+
+	if (nb == NULL)
+		return 0;
+	b->p = nb;
+	memcpy(b->p + b->len, data, len);
+	b->len += len;
+	b->p[b->len] = '\0';
+	if (b->line == NULL)
+		return len;
+	for (char *nl; (nl = memchr(b->p, '\n', b->len)) != NULL;) {
+		json_t *j;
+
+		*nl = '\0';
+		j = nl > b->p ? json_loads(b->p, 0, NULL) : NULL;
+		memmove(b->p, nl + 1, b->len - (size_t)(nl + 1 - b->p));
+		b->len -= (size_t)(nl + 1 - b->p);
+		if (j == NULL)
+			continue;
+		b->line_rc = b->line(j, b->ctx);
+		json_decref(j);
+		if (b->line_rc != 0)
+			return 0; /* stop the transfer */
+	}
+	return len;
+}
+
+/* GET path. Returns EX_OK with the HTTP status in *ret_status, or
+ * EX_NODAEMON when nothing answers on the socket. */
+static int http_get(const char *path, struct body *b, long *ret_status, bool stream)
+{
+	char url[512];
+	CURL *c = curl_easy_init();
+	CURLcode rc;
+
+	if (c == NULL)
+		return EX_FAIL;
+	snprintf(url, sizeof(url), "http://localhost%s", path);
+	curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, opt.socket);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
+	if (!stream)
+		curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+	rc = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, ret_status);
+	curl_easy_cleanup(c);
+	if (rc == CURLE_COULDNT_CONNECT)
+		return EX_NODAEMON;
+	if (rc == CURLE_WRITE_ERROR && b->line_rc != 0)
+		return EX_OK;
+	if (rc != CURLE_OK) {
+		say("%s: %s", path, curl_easy_strerror(rc));
+		return EX_FAIL;
+	}
+	return EX_OK;
+}
+
+static bool socket_answers(void)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	if (strlen(opt.socket) >= sizeof(sa.sun_path)) {
+		close(fd);
+		return false;
+	}
+	memcpy(sa.sun_path, opt.socket, strlen(opt.socket) + 1);
+	ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	close(fd);
+	return ok;
+}
+
+/* Where scratchd is: $SCRATCHD, next to us, ../sbin from us, the install
+ * sbindir, else PATH. */
+static void find_scratchd(char *buf, size_t len)
+{
+	const char *env = getenv("SCRATCHD");
+	char self[PATH_MAX];
+	ssize_t n;
+
+	if (env != NULL && *env != '\0') {
+		snprintf(buf, len, "%s", env);
+		return;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		char *slash;
+
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash != NULL) {
+			*slash = '\0';
+			snprintf(buf, len, "%.*s/scratchd", PATH_MAX - 32, self);
+			if (access(buf, X_OK) == 0)
+				return;
+			snprintf(buf, len, "%.*s/../sbin/scratchd", PATH_MAX - 32, self);
+			if (access(buf, X_OK) == 0)
+				return;
+		}
+	}
+	snprintf(buf, len, "%s/scratchd", SCRATCH_SBINDIR);
+	if (access(buf, X_OK) == 0)
+		return;
+	snprintf(buf, len, "scratchd");
+}
+
+/* Start scratchd detached (double fork, new session, output to
+ * <run dir>/scratchd.log) and wait up to 5 s for its socket. */
+static int start_daemon(void)
+{
+	char exe[PATH_MAX], log[PATH_MAX + 16];
+	pid_t pid;
+	int st;
+
+	find_scratchd(exe, sizeof(exe));
+	snprintf(log, sizeof(log), "%s/scratchd.log", opt.run_dir);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+		int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+		setsid();
+		if (fork() != 0)
+			_exit(0);
+		if (chdir("/") != 0)
+			_exit(127);
+		dup2(nul, 0);
+		dup2(nul, 1);
+		dup2(lfd >= 0 ? lfd : nul, 2);
+		execlp(exe, "scratchd", "--run-dir", opt.run_dir, (char *)NULL);
+		dprintf(2, "scratchstat: cannot run %s: %s\n", exe, strerror(errno));
+		_exit(127);
+	}
+	waitpid(pid, &st, 0);
+	for (int i = 0; i < 100; i++) {
+		struct timespec ts = {0, 50 * 1000 * 1000};
+
+		if (socket_answers())
+			return 0;
+		nanosleep(&ts, NULL);
+	}
+	say("started %s, but it does not answer on %s (see %s)", exe, opt.socket, log);
+	return -ETIMEDOUT;
+}
+
+/* GET path as JSON. Starts the daemon when needed. Exit status style. */
+static int get_json(const char *path, json_t **ret)
+{
+	struct body b = {0};
+	json_error_t jerr;
+	long status = 0;
+	int rc = http_get(path, &b, &status, false);
+
+	if (rc == EX_NODAEMON && !opt.no_start && start_daemon() == 0) {
+		free(b.p);
+		memset(&b, 0, sizeof(b));
+		rc = http_get(path, &b, &status, false);
+	}
+	if (rc == EX_NODAEMON) {
+		say("no scratchd answers on %s%s", opt.socket,
+		    opt.no_start ? " (not started: --no-start)" : "");
+		free(b.p);
+		return rc;
+	}
+	if (rc != EX_OK) {
+		free(b.p);
+		return rc;
+	}
+	*ret = json_loads(b.p != NULL ? b.p : "", 0, &jerr);
+	free(b.p);
+	if (*ret == NULL) {
+		say("%s: bad answer from scratchd: %s", path, jerr.text);
+		return EX_FAIL;
+	}
+	if (status == 404) {
+		json_decref(*ret);
+		return EX_NOPROC;
+	}
+	if (status != 200) {
+		say("%s: HTTP %ld: %s", path, status,
+		    json_string_value(json_object_get(*ret, "error")));
+		json_decref(*ret);
+		return EX_FAIL;
+	}
+	return EX_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Rendering                                                               */
+/* ---------------------------------------------------------------------- */
+
+static uint64_t num(const json_t *o, const char *key)
+{
+	json_int_t v = json_integer_value(json_object_get(o, key));
+
+	return v < 0 ? 0 : (uint64_t)v;
+}
+
+static const char *str(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s != NULL ? s : "";
+}
+
+static const char *human(uint64_t v, char *buf, size_t len)
+{
+	static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double d = (double)v;
+	unsigned u = 0;
+
+	while (d >= 1024.0 && u < 4) {
+		d /= 1024.0;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%llu B", (unsigned long long)v);
+	else
+		snprintf(buf, len, "%.1f %s", d, unit[u]);
+	return buf;
+}
+
+static void hit(const json_t *o, char *buf, size_t len)
+{
+	if (num(o, "allocs") == 0)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.1f%%",
+		         json_real_value(json_object_get(o, "hit_rate")) * 100.0);
+}
+
+/* "name args" of a command line, argv[0] shortened to its base name. */
+static void command_of(const json_t *p, char *buf, size_t len, size_t width)
+{
+	const char *cmd = str(p, "command");
+	const char *sp = strchr(cmd, ' ');
+	const char *end = sp != NULL ? sp : cmd + strlen(cmd);
+	const char *base = cmd;
+
+	for (const char *q = cmd; q < end; q++)
+		if (*q == '/')
+			base = q + 1;
+	snprintf(buf, len, "%s", *base ? base : str(p, "exe"));
+	if (strlen(buf) > width)
+		buf[width] = '\0';
+}
+
+static void print_processes(const json_t *v)
+{
+	const json_t *procs = json_object_get(v, "processes"), *p, *r;
+	size_t i;
+
+	printf("%8s %-28s %7s %10s %6s %10s %10s %8s %s\n", "PID", "COMMAND", "THREADS", "ALLOCS",
+	       "HIT%", "RETAINED", "LEASED", "GROWTHS", "STATE");
+	json_array_foreach(procs, i, p)
+	{
+		char cmd[64], h[16], ret[32], lea[32], state[48];
+
+		command_of(p, cmd, sizeof(cmd), 28);
+		hit(p, h, sizeof(h));
+		if (json_is_string(json_object_get(p, "exit_reason")))
+			snprintf(state, sizeof(state), "%s (%s)", str(p, "state"),
+			         str(p, "exit_reason"));
+		else
+			snprintf(state, sizeof(state), "%s", str(p, "state"));
+		printf("%8llu %-28s %7llu %10llu %6s %10s %10s %8llu %s\n",
+		       (unsigned long long)num(p, "pid"), cmd,
+		       (unsigned long long)num(p, "threads"), (unsigned long long)num(p, "allocs"),
+		       h, human(num(p, "retained"), ret, sizeof(ret)),
+		       human(num(p, "leased"), lea, sizeof(lea)),
+		       (unsigned long long)num(p, "growths"), state);
+	}
+	json_array_foreach(json_object_get(v, "rejected"), i, r)
+	        printf("%8s %s: %s\n", "-", str(r, "file"), str(r, "error"));
+}
+
+static void print_threads(const json_t *p)
+{
+	const json_t *t;
+	size_t i;
+	char a[32], b[32], c[32];
+
+	printf("PID %llu  %s  %s%s%s  threads %llu  retained %s  leased %s  growths %llu\n",
+	       (unsigned long long)num(p, "pid"), str(p, "command"), str(p, "state"),
+	       json_is_string(json_object_get(p, "exit_reason")) ? " " : "",
+	       json_is_string(json_object_get(p, "exit_reason")) ? str(p, "exit_reason") : "",
+	       (unsigned long long)num(p, "threads"), human(num(p, "retained"), a, sizeof(a)),
+	       human(num(p, "leased"), b, sizeof(b)), (unsigned long long)num(p, "growths"));
+	printf("%8s %-16s %10s %6s %10s %10s %10s %8s %8s %8s %s\n", "TID", "NAME", "ALLOCS",
+	       "HIT%", "RETAINED", "LEASED", "PEAK", "GROWTHS", "RFREE-IN", "RFREE-OUT", "STATE");
+	json_array_foreach(json_object_get(p, "thread_table"), i, t)
+	{
+		char h[16], pk[32];
+
+		hit(t, h, sizeof(h));
+		printf("%8llu %-16s %10llu %6s %10s %10s %10s %8llu %8llu %8llu %s\n",
+		       (unsigned long long)num(t, "tid"), str(t, "name"),
+		       (unsigned long long)num(t, "allocs"), h,
+		       human(num(t, "retained"), a, sizeof(a)),
+		       human(num(t, "leased"), b, sizeof(b)),
+		       human(num(t, "peak_leased"), pk, sizeof(pk)),
+		       (unsigned long long)num(t, "growths"),
+		       (unsigned long long)num(t, "remote_frees_in"),
+		       (unsigned long long)num(t, "remote_frees_out"), str(t, "state"));
+	}
+	if (num(p, "depot_bytes") != 0 || num(p, "threads_exited") != 0)
+		printf("depot %s, %llu exited threads folded in\n",
+		       human(num(p, "depot_bytes"), c, sizeof(c)),
+		       (unsigned long long)num(p, "threads_exited"));
+}
+
+static void print_owners(const json_t *v)
+{
+	const json_t *o;
+	size_t i;
+	char a[32], b[32], c[32];
+
+	printf("%4s %-10s %-20s %10s %10s %10s %8s %10s %8s %8s %s\n", "ID", "KIND", "NAME",
+	       "RETAINED", "LEASED", "PANEL", "GROWTHS", "DISPATCHES", "PARKS", "WAKES", "STATE");
+	json_array_foreach(json_object_get(v, "owners"), i, o) printf(
+	        "%4llu %-10s %-20s %10s %10s %10s %8llu %10llu %8llu %8llu %s\n",
+	        (unsigned long long)num(o, "id"), str(o, "kind"), str(o, "name"),
+	        human(num(o, "retained"), a, sizeof(a)), human(num(o, "leased"), b, sizeof(b)),
+	        human(num(o, "panel_bytes"), c, sizeof(c)), (unsigned long long)num(o, "growths"),
+	        (unsigned long long)num(o, "dispatches"), (unsigned long long)num(o, "parks"),
+	        (unsigned long long)num(o, "wakes"), str(o, "state"));
+}
+
+static void clock_of(uint64_t ns, char *buf, size_t len)
+{
+	time_t s = (time_t)(ns / 1000000000u);
+	struct tm tm;
+
+	localtime_r(&s, &tm);
+	snprintf(buf, len, "%02d:%02d:%02d.%03u", tm.tm_hour, tm.tm_min, tm.tm_sec,
+	         (unsigned)(ns % 1000000000u / 1000000u));
+}
+
+static void print_history(const json_t *v)
+{
+	const json_t *s;
+	size_t i;
+	char t[32], a[32], b[32];
+
+	printf("%-12s %7s %10s %6s %8s %10s %10s\n", "TIME", "THREADS", "ALLOCS", "HIT%", "GROWTHS",
+	       "RETAINED", "LEASED");
+	json_array_foreach(json_object_get(v, "samples"), i, s)
+	{
+		char h[16];
+
+		clock_of(num(s, "time_ns"), t, sizeof(t));
+		hit(s, h, sizeof(h));
+		printf("%-12s %7llu %10llu %6s %8llu %10s %10s\n", t,
+		       (unsigned long long)num(s, "threads"), (unsigned long long)num(s, "allocs"),
+		       h, (unsigned long long)num(s, "growths"),
+		       human(num(s, "retained"), a, sizeof(a)),
+		       human(num(s, "leased"), b, sizeof(b)));
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* Trace view                                                              */
+/* ---------------------------------------------------------------------- */
+
+struct trace_ctx {
+	pid_t pid;
+	struct symbolizer *sym;
+	char *maps;
+	uint64_t maps_at; /* CLOCK_MONOTONIC of the last refresh */
+	bool header;
+	uint64_t records;
+};
+
+static bool internal_frame(const struct sym_info *si)
+{
+	const char *base = strrchr(si->module, '/');
+
+	base = base != NULL ? base + 1 : si->module;
+	return strncmp(base, "libscratch", 10) == 0 || strncmp(si->function, "scratch_", 8) == 0;
+}
+
+static void refresh_symbols(struct trace_ctx *tc)
+{
+	char path[64];
+	struct body b = {0};
+	long status = 0;
+
+	snprintf(path, sizeof(path), "/v1/processes/%d/maps", (int)tc->pid);
+	if (http_get(path, &b, &status, false) != EX_OK || status != 200) {
+		free(b.p);
+		return;
+	}
+	if (tc->maps != NULL && b.p != NULL && strcmp(tc->maps, b.p) == 0) {
+		free(b.p);
+		return;
+	}
+	free(tc->maps);
+	tc->maps = b.p;
+	sym_free(tc->sym);
+	tc->sym = sym_new(tc->maps);
+	tc->maps_at = stats_mono_ns();
+}
+
+/* Replace a record's raw frames by symbolized ones, and name its call
+ * site: the first frame outside libscratch and the preload shim. */
+static void symbolize(struct trace_ctx *tc, json_t *rec)
+{
+	json_t *frames = json_object_get(rec, "frames"), *out = json_array(), *f;
+	bool have_site = false;
+	size_t i;
+
+	json_array_foreach(frames, i, f)
+	{
+		uint64_t ip = (uint64_t)json_integer_value(f);
+		struct sym_info si;
+		json_t *o = json_object();
+		bool ok = tc->sym != NULL && sym_lookup(tc->sym, ip, &si);
+
+		if (!ok && stats_mono_ns() - tc->maps_at > 1000000000u) {
+			refresh_symbols(tc); /* a library loaded since */
+			ok = tc->sym != NULL && sym_lookup(tc->sym, ip, &si);
+		}
+		json_object_set_new(o, "addr", json_integer((json_int_t)ip));
+		if (ok) {
+			json_object_set_new(o, "function",
+			                    si.function[0] ? json_string(si.function)
+			                                   : json_null());
+			json_object_set_new(o, "offset", json_integer((json_int_t)si.offset));
+			json_object_set_new(o, "file",
+			                    si.file[0] ? json_string(si.file) : json_null());
+			json_object_set_new(o, "line", json_integer(si.line));
+			json_object_set_new(o, "module", json_string(si.module));
+		}
+		if (ok && !have_site && !internal_frame(&si)) {
+			char site[600];
+
+			if (si.file[0] != '\0')
+				snprintf(site, sizeof(site), "%s (%s:%d)",
+				         si.function[0] ? si.function : "??", si.file, si.line);
+			else
+				snprintf(site, sizeof(site), "%s+0x%llx (%s)",
+				         si.function[0] ? si.function : "??",
+				         (unsigned long long)si.offset, si.module);
+			json_object_set_new(rec, "site", json_string(site));
+			have_site = true;
+		}
+		json_array_append_new(out, o);
+	}
+	if (!have_site)
+		json_object_set_new(rec, "site", json_null());
+	json_object_set_new(rec, "frames", out);
+}
+
+static void print_record(struct trace_ctx *tc, const json_t *r)
+{
+	char t[32], sz[32];
+	const json_t *f;
+	size_t i;
+
+	if (!tc->header) {
+		printf("%8s %-12s %8s %10s %5s %4s %4s %-12s %s\n", "SEQ", "TIME", "TID", "SIZE",
+		       "CLASS", "CPU", "NODE", "OWNER", "SITE");
+		tc->header = true;
+	}
+	clock_of(num(r, "time_ns"), t, sizeof(t));
+	printf("%8llu %-12s %8llu %10s %5llu %4lld %4lld %-12s %s\n",
+	       (unsigned long long)num(r, "seq"), t, (unsigned long long)num(r, "tid"),
+	       human(num(r, "bytes"), sz, sizeof(sz)), (unsigned long long)num(r, "class"),
+	       (long long)json_integer_value(json_object_get(r, "cpu")),
+	       (long long)json_integer_value(json_object_get(r, "node")),
+	       json_is_string(json_object_get(r, "owner_name")) ? str(r, "owner_name")
+	                                                        : (num(r, "owner") ? "?" : "-"),
+	       json_is_string(json_object_get(r, "site")) ? str(r, "site") : "??");
+	if (!opt.frames)
+		return;
+	json_array_foreach(json_object_get(r, "frames"), i, f)
+	{
+		const char *fn = str(f, "function");
+
+		printf("%10s #%-2zu 0x%llx %s", "", i, (unsigned long long)num(f, "addr"),
+		       *fn ? fn : "??");
+		if (json_is_string(json_object_get(f, "file")))
+			printf(" (%s:%llu)", str(f, "file"), (unsigned long long)num(f, "line"));
+		else if (*str(f, "module"))
+			printf(" [%s]", str(f, "module"));
+		putchar('\n');
+	}
+}
+
+/* One line of the follow stream: a record, a lost count or the end. */
+static int follow_line(json_t *j, void *ctx)
+{
+	struct trace_ctx *tc = ctx;
+
+	if (json_object_get(j, "seq") != NULL) {
+		symbolize(tc, j);
+		if (opt.json)
+			json_dumpf(j, stdout, JSON_COMPACT);
+		else
+			print_record(tc, j);
+		if (opt.json)
+			putchar('\n');
+		tc->records++;
+	} else if (opt.json) {
+		json_dumpf(j, stdout, JSON_COMPACT);
+		putchar('\n');
+	} else if (json_object_get(j, "lost") != NULL) {
+		printf("-- %lld growth records lost so far (the ring wrapped before they were "
+		       "drained)\n",
+		       (long long)json_integer_value(json_object_get(j, "lost")));
+	} else if (json_object_get(j, "end") != NULL) {
+		printf("-- end: %s\n", str(j, "reason"));
+	}
+	fflush(stdout);
+	return 0;
+}
+
+static int view_trace(pid_t pid)
+{
+	struct trace_ctx tc = {.pid = pid};
+	char path[128];
+	json_t *v, *r;
+	size_t i;
+	int rc;
+
+	snprintf(path, sizeof(path), "/v1/processes/%d", (int)pid);
+	rc = get_json(path, &v); /* also starts the daemon and checks the pid */
+	if (rc == EX_NOPROC)
+		say("no such process: %d", (int)pid);
+	if (rc != EX_OK)
+		return rc;
+	json_decref(v);
+	refresh_symbols(&tc);
+	if (opt.follow) {
+		struct body b = {.line = follow_line, .ctx = &tc};
+		long status = 0;
+
+		snprintf(path, sizeof(path), "/v1/processes/%d/trace?follow=1&since=%llu", (int)pid,
+		         (unsigned long long)opt.since);
+		rc = http_get(path, &b, &status, true);
+		free(b.p);
+		goto out;
+	}
+	snprintf(path, sizeof(path), "/v1/processes/%d/trace?since=%llu&limit=%llu", (int)pid,
+	         (unsigned long long)opt.since, (unsigned long long)opt.limit);
+	rc = get_json(path, &v);
+	if (rc != EX_OK)
+		goto out;
+	json_array_foreach(json_object_get(v, "records"), i, r) symbolize(&tc, r);
+	if (opt.json) {
+		json_dumpf(v, stdout, JSON_INDENT(2));
+		putchar('\n');
+	} else {
+		json_array_foreach(json_object_get(v, "records"), i, r) print_record(&tc, r);
+		if (!tc.header)
+			printf("no growth records since %llu\n", (unsigned long long)opt.since);
+		if (num(v, "lost") != 0)
+			printf("-- %llu growth records lost (the ring wrapped before they were "
+			       "drained)\n",
+			       (unsigned long long)num(v, "lost"));
+	}
+	json_decref(v);
+out:
+	sym_free(tc.sym);
+	free(tc.maps);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Interval mode                                                           */
+/* ---------------------------------------------------------------------- */
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+static int view_interval(pid_t pid, double interval, long count)
+{
+	char path[64];
+	json_t *prev = NULL;
+	uint64_t prev_ns = 0;
+	int rc = EX_OK;
+
+	signal(SIGINT, on_sigint);
+	snprintf(path, sizeof(path), "/v1/processes/%d", (int)pid);
+	if (!opt.json)
+		printf("%-12s %7s %10s %6s %9s %9s %10s %10s %s\n", "TIME", "THREADS", "ALLOCS/s",
+		       "HIT%", "GROWTH/s", "FREES/s", "RETAINED", "LEASED", "STATE");
+	for (long n = 0; (count <= 0 || n < count) && !interrupted; n++) {
+		json_t *v;
+		uint64_t now = stats_realtime_ns();
+		double dt;
+		uint64_t da, dg, df, dm;
+		char t[32], a[32], b[32], h[16];
+
+		if (n > 0) {
+			struct timespec ts = {(time_t)interval,
+			                      (long)((interval - (double)(time_t)interval) * 1e9)};
+
+			nanosleep(&ts, NULL);
+			if (interrupted)
+				break;
+			now = stats_realtime_ns();
+		}
+		rc = get_json(path, &v);
+		if (rc == EX_NOPROC)
+			say("no such process: %d", (int)pid);
+		if (rc != EX_OK)
+			break;
+		/* The first line covers the process's whole life, as vmstat's. */
+		dt = prev != NULL ? (double)(now - prev_ns) / 1e9
+		                  : (double)(now - num(v, "created_ns")) / 1e9;
+		if (dt <= 0)
+			dt = 1e-9;
+		da = num(v, "allocs") - (prev ? num(prev, "allocs") : 0);
+		dm = num(v, "growths") - (prev ? num(prev, "growths") : 0);
+		dg = dm;
+		df = num(v, "frees") - (prev ? num(prev, "frees") : 0);
+		if (opt.json) {
+			json_t *o = json_pack(
+			        "{s:I,s:i,s:f,s:I,s:f,s:f,s:f,s:f,s:I,s:I,s:s}", "time_ns",
+			        (json_int_t)now, "pid", (int)pid, "interval_s", dt, "threads",
+			        (json_int_t)num(v, "threads"), "allocs_per_s", (double)da / dt,
+			        "hit_rate", da ? (double)(da - dm) / (double)da : 0.0,
+			        "growths_per_s", (double)dg / dt, "frees_per_s", (double)df / dt,
+			        "retained", (json_int_t)num(v, "retained"), "leased",
+			        (json_int_t)num(v, "leased"), "state", str(v, "state"));
+
+			json_dumpf(o, stdout, JSON_COMPACT);
+			putchar('\n');
+			json_decref(o);
+		} else {
+			clock_of(now, t, sizeof(t));
+			if (da == 0)
+				snprintf(h, sizeof(h), "-");
+			else
+				snprintf(h, sizeof(h), "%.1f%%",
+				         100.0 * (double)(da - dm) / (double)da);
+			printf("%-12s %7llu %10.0f %6s %9.1f %9.0f %10s %10s %s\n", t,
+			       (unsigned long long)num(v, "threads"), (double)da / dt, h,
+			       (double)dg / dt, (double)df / dt,
+			       human(num(v, "retained"), a, sizeof(a)),
+			       human(num(v, "leased"), b, sizeof(b)), str(v, "state"));
+		}
+		fflush(stdout);
+		json_decref(prev);
+		prev = v;
+		prev_ns = now;
+		if (strcmp(str(v, "state"), "live") != 0)
+			break;
+	}
+	json_decref(prev);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Main                                                                    */
+/* ---------------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+	fputs("usage: scratchstat [--json] [--no-start] [--run-dir DIR] [--socket PATH]\n"
+	      "       scratchstat [options] PID [INTERVAL [COUNT]]\n"
+	      "       scratchstat [options] trace PID [--follow] [--since SEQ] [--limit N] "
+	      "[--frames]\n"
+	      "       scratchstat [options] owners PID\n"
+	      "       scratchstat [options] history PID\n",
+	      f);
+}
+
+static bool parse_pid(const char *s, pid_t *ret)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v <= 0 || v > 0x7fffffff)
+		return false;
+	*ret = (pid_t)v;
+	return true;
+}
+
+static int parse_opts(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	        {"json", no_argument, NULL, 'j'},
+	        {"no-start", no_argument, NULL, 'n'},
+	        {"run-dir", required_argument, NULL, 'd'},
+	        {"socket", required_argument, NULL, 's'},
+	        {"follow", no_argument, NULL, 'f'},
+	        {"since", required_argument, NULL, 'S'},
+	        {"limit", required_argument, NULL, 'l'},
+	        {"frames", no_argument, NULL, 'F'},
+	        {"help", no_argument, NULL, 'h'},
+	        {"version", no_argument, NULL, 'V'},
+	        {NULL, 0, NULL, 0},
+	};
+	char *end;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "jnd:s:fS:l:FhV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			opt.json = true;
+			break;
+		case 'n':
+			opt.no_start = true;
+			break;
+		case 'd':
+			opt.run_dir_arg = optarg;
+			break;
+		case 's':
+			opt.socket_arg = optarg;
+			break;
+		case 'f':
+			opt.follow = true;
+			break;
+		case 'S':
+		case 'l':
+			errno = 0;
+			*(c == 'S' ? &opt.since : &opt.limit) = strtoull(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || *optarg == '-' || *optarg == '\0') {
+				say("invalid number for --%s: '%s'", c == 'S' ? "since" : "limit",
+				    optarg);
+				return EX_USAGE;
+			}
+			break;
+		case 'F':
+			opt.frames = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(EX_OK);
+		case 'V':
+			printf("scratchstat %s (protocol %d)\n", PACKAGE_VERSION, STATS_PROTOCOL);
+			exit(EX_OK);
+		default:
+			usage(stderr);
+			return EX_USAGE;
+		}
+	}
+	return EX_OK;
+}
+
+static int emit(int rc, json_t *v, void (*table)(const json_t *))
+{
+	if (rc != EX_OK)
+		return rc;
+	if (opt.json) {
+		json_dumpf(v, stdout, JSON_INDENT(2));
+		putchar('\n');
+	} else {
+		table(v);
+	}
+	json_decref(v);
+	return EX_OK;
+}
+
+static int view_pid(const char *what, pid_t pid, void (*table)(const json_t *))
+{
+	char path[96];
+	json_t *v = NULL;
+	int rc;
+
+	snprintf(path, sizeof(path), "/v1/processes/%d%s", (int)pid, what);
+	rc = get_json(path, &v);
+	if (rc == EX_NOPROC)
+		say("no such process: %d", (int)pid);
+	return emit(rc, v, table);
+}
+
+int main(int argc, char **argv)
+{
+	char err[PATH_MAX + 128];
+	json_t *v = NULL;
+	pid_t pid;
+	int rc, nargs;
+	char **args;
+
+	rc = parse_opts(argc, argv);
+	if (rc != EX_OK)
+		return rc;
+	args = argv + optind;
+	nargs = argc - optind;
+	if (stats_run_dir(opt.run_dir_arg, !opt.no_start, opt.run_dir, sizeof(opt.run_dir), err,
+	                  sizeof(err)) != 0 &&
+	    opt.socket_arg == NULL) {
+		say("%s", err);
+		return EX_NODAEMON;
+	}
+	snprintf(opt.socket, sizeof(opt.socket), "%s",
+	         opt.socket_arg != NULL ? opt.socket_arg : opt.run_dir);
+	if (opt.socket_arg == NULL)
+		snprintf(opt.socket + strlen(opt.socket), sizeof(opt.socket) - strlen(opt.socket),
+		         "/%s", STATS_SOCKET_NAME);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (nargs == 0) {
+		rc = get_json("/v1/processes", &v);
+		rc = emit(rc, v, print_processes);
+	} else if (strcmp(args[0], "trace") == 0 || strcmp(args[0], "owners") == 0 ||
+	           strcmp(args[0], "history") == 0) {
+		if (nargs != 2 || !parse_pid(args[1], &pid)) {
+			usage(stderr);
+			return EX_USAGE;
+		}
+		if (args[0][0] == 't')
+			rc = view_trace(pid);
+		else if (args[0][0] == 'o')
+			rc = view_pid("/owners", pid, print_owners);
+		else
+			rc = view_pid("/history", pid, print_history);
+	} else if (parse_pid(args[0], &pid) && nargs <= 3) {
+		double interval = 0;
+		long count = 0;
+		char *end;
+
+		if (nargs >= 2) {
+			interval = strtod(args[1], &end);
+			if (*end != '\0' || !(interval > 0 && interval <= 86400)) {
+				say("invalid interval: '%s'", args[1]);
+				return EX_USAGE;
+			}
+		}
+		if (nargs == 3) {
+			count = strtol(args[2], &end, 10);
+			if (*end != '\0' || count <= 0) {
+				say("invalid count: '%s'", args[2]);
+				return EX_USAGE;
+			}
+		}
+		rc = nargs == 1 ? view_pid("", pid, print_threads)
+		                : view_interval(pid, interval, count);
+	} else {
+		usage(stderr);
+		return EX_USAGE;
+	}
+	curl_global_cleanup();
+	return rc;
+}

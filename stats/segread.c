@@ -1,0 +1,385 @@
+/*
+ * segread.c - validating reader of stats segments (see segread.h).
+ *
+ * Nothing read from a segment is used as a size, an offset or an index
+ * before it was checked against the file size and the limits of
+ * segment.h; the checked copy in struct segread is the only layout used
+ * afterwards, so a writer that rewrites its header later cannot steer a
+ * read outside the file.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "segread.h"
+
+/* Read len bytes at off; -EIO on a short read (truncated file). */
+static int src_read(const struct segread_src *src, uint64_t off, void *buf, size_t len)
+{
+	if (src->fd < 0) {
+		if (off > src->mem_size || len > src->mem_size - off)
+			return -EIO;
+		memcpy(buf, src->mem + off, len);
+		return 0;
+	}
+	while (len > 0) {
+		ssize_t n = pread(src->fd, buf, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -EIO;
+		buf = (uint8_t *)buf + n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+__attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err != NULL && errlen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EBADMSG;
+}
+
+/* A section [off, off + count * stride) inside [lo, file_size), aligned. */
+static bool section_ok(uint64_t off, uint64_t count, uint64_t stride, uint64_t lo,
+                       uint64_t file_size, uint64_t *ret_end)
+{
+	uint64_t len, end;
+
+	if (off < lo || off % 8 != 0 || stride % 8 != 0)
+		return false;
+	if (__builtin_mul_overflow(count, stride, &len) || __builtin_add_overflow(off, len, &end))
+		return false;
+	if (end > file_size)
+		return false;
+	*ret_end = end;
+	return true;
+}
+
+static void copy_str(char *dst, const char *src, size_t len)
+{
+	memcpy(dst, src, len);
+	dst[len - 1] = '\0';
+}
+
+/* The sections must follow each other in this order, without overlap. */
+static int check_layout(const struct scratch_seg_header *h, uint64_t file_size, char *err,
+                        size_t errlen)
+{
+	uint64_t end;
+
+	if (h->proc_size < sizeof(struct scratch__proc_counters) || h->proc_size > 65536 ||
+	    !section_ok(h->proc_off, 1, h->proc_size, h->header_size, file_size, &end))
+		return bad(err, errlen, "process counters outside the file");
+	if (h->thread_slots > SCRATCH_SEG_MAX_THREADS ||
+	    h->thread_stride < sizeof(struct scratch_seg_thread) || h->thread_stride > 65536 ||
+	    !section_ok(h->threads_off, h->thread_slots, h->thread_stride, end, file_size, &end))
+		return bad(err, errlen, "thread table outside the file (%u slots of %u bytes)",
+		           h->thread_slots, h->thread_stride);
+	if (h->owner_slots > SCRATCH_SEG_MAX_OWNERS ||
+	    h->owner_stride < sizeof(struct scratch_seg_owner) || h->owner_stride > 65536 ||
+	    !section_ok(h->owners_off, h->owner_slots, h->owner_stride, end, file_size, &end))
+		return bad(err, errlen, "owner table outside the file");
+	if (h->ring_slots > SCRATCH_SEG_MAX_RING || (h->ring_slots & (h->ring_slots - 1)) != 0)
+		return bad(err, errlen, "trace ring size %u is not a power of two", h->ring_slots);
+	if (h->record_frames > SCRATCH_SEG_MAX_FRAMES ||
+	    h->record_stride < scratch_seg_record_stride(h->record_frames) ||
+	    h->record_stride > 65536 ||
+	    !section_ok(h->ring_off, h->ring_slots, h->record_stride, end, file_size, &end))
+		return bad(err, errlen, "trace ring outside the file");
+	return 0;
+}
+
+int segread_open(const struct segread_src *src, uint64_t file_size, struct segread *ret, char *err,
+                 size_t errlen)
+{
+	struct scratch_seg_header h;
+	int rc;
+
+	if (file_size < sizeof(h))
+		return bad(err, errlen, "truncated: %llu bytes, the header alone needs %zu",
+		           (unsigned long long)file_size, sizeof(h));
+	if (file_size > SCRATCH_SEG_MAX_SIZE)
+		return bad(err, errlen, "too large: %llu bytes", (unsigned long long)file_size);
+	rc = src_read(src, 0, &h, sizeof(h));
+	if (rc != 0) {
+		bad(err, errlen, "short read of the header");
+		return rc;
+	}
+	if (h.magic == 0) {
+		bad(err, errlen, "not published yet");
+		return -ENODATA;
+	}
+	if (h.magic != SCRATCH_SEG_MAGIC)
+		return bad(err, errlen, "bad magic");
+	if (h.version != SCRATCH_SEG_VERSION)
+		return bad(err, errlen, "format version %u, this reader knows %u", h.version,
+		           SCRATCH_SEG_VERSION);
+	if (h.header_size < sizeof(h) || h.header_size % 8 != 0 || h.header_size > 65536)
+		return bad(err, errlen, "bad header size %u", h.header_size);
+	if (h.file_size != file_size)
+		return bad(err, errlen, "header says %llu bytes, the file has %llu",
+		           (unsigned long long)h.file_size, (unsigned long long)file_size);
+	if (h.pid <= 0)
+		return bad(err, errlen, "bad pid %d", h.pid);
+	rc = check_layout(&h, file_size, err, errlen);
+	if (rc != 0)
+		return rc;
+	memset(ret, 0, sizeof(*ret));
+	ret->src = *src;
+	ret->file_size = file_size;
+	ret->version = h.version;
+	ret->flags = h.flags;
+	ret->pid = h.pid;
+	ret->ppid = h.ppid;
+	ret->uid = h.uid;
+	ret->forks = h.forks;
+	ret->start_ticks = h.start_ticks;
+	ret->created_ns = h.created_ns;
+	ret->min_size = h.min_size;
+	ret->max_size = h.max_size;
+	ret->trace_frames = h.trace_frames;
+	ret->proc_off = h.proc_off;
+	ret->proc_size = h.proc_size;
+	ret->threads_off = h.threads_off;
+	ret->thread_slots = h.thread_slots;
+	ret->thread_stride = h.thread_stride;
+	ret->owners_off = h.owners_off;
+	ret->owner_slots = h.owner_slots;
+	ret->owner_stride = h.owner_stride;
+	ret->ring_off = h.ring_off;
+	ret->ring_slots = h.ring_slots;
+	ret->record_stride = h.record_stride;
+	ret->record_frames = h.record_frames;
+	copy_str(ret->exe, h.exe, sizeof(ret->exe));
+	copy_str(ret->cmdline, h.cmdline, sizeof(ret->cmdline));
+	copy_str(ret->conf, h.conf, sizeof(ret->conf));
+	return 0;
+}
+
+int segread_dyn(const struct segread *s, struct segread_dyn *ret)
+{
+	struct scratch_seg_header h;
+	int rc = src_read(&s->src, 0, &h, sizeof(h));
+
+	if (rc != 0)
+		return rc;
+	ret->exited = h.exited != 0;
+	ret->exit_ns = h.exit_ns;
+	ret->ring_head = h.ring_head;
+	return 0;
+}
+
+/*
+ * A seqlock read through copies: copy the block (seq included), then the
+ * seq word again. pread copies in order and a syscall boundary separates
+ * the two copies, so an even, unchanged seq means no writer was inside.
+ */
+static int read_seq(const struct segread_src *src, uint64_t off, void *buf, size_t len,
+                    uint64_t seq_off)
+{
+	for (int tries = 0; tries < 64; tries++) {
+		uint64_t seq0, seq1;
+		int rc = src_read(src, off, buf, len);
+
+		if (rc != 0)
+			return rc;
+		memcpy(&seq0, (uint8_t *)buf + seq_off, sizeof(seq0));
+		rc = src_read(src, off + seq_off, &seq1, sizeof(seq1));
+		if (rc != 0)
+			return rc;
+		if (seq0 % 2 == 0 && seq0 == seq1)
+			return 0;
+		sched_yield();
+	}
+	return -EAGAIN;
+}
+
+int segread_thread(const struct segread *s, uint32_t i, struct segread_thread *ret)
+{
+	struct scratch_seg_thread t;
+	uint32_t state;
+	int rc;
+
+	if (i >= s->thread_slots)
+		return -EINVAL;
+	rc = read_seq(&s->src, s->threads_off + (uint64_t)i * s->thread_stride, &t, sizeof(t),
+	              offsetof(struct scratch_seg_thread, c.seq));
+	if (rc != 0)
+		return rc;
+	/* The slot header may have been reset under the counters: check it
+	 * did not change across the copy. */
+	rc = src_read(&s->src, s->threads_off + (uint64_t)i * s->thread_stride, &state,
+	              sizeof(state));
+	if (rc != 0)
+		return rc;
+	if (t.state == SCRATCH_SEG_FREE)
+		return -ENOENT;
+	if (t.state != state || (t.state != SCRATCH_SEG_LIVE && t.state != SCRATCH_SEG_EXITED))
+		return -EAGAIN;
+	ret->index = i;
+	ret->state = t.state;
+	ret->generation = t.generation;
+	ret->tid = t.tid;
+	ret->attach_ns = t.attach_ns;
+	ret->exit_ns = t.exit_ns;
+	memcpy(ret->name, t.name, SCRATCH_SEG_NAME_LEN);
+	ret->name[SCRATCH_SEG_NAME_LEN] = '\0';
+	ret->c = t.c;
+	return 0;
+}
+
+int segread_owner(const struct segread *s, uint32_t i, struct segread_owner *ret)
+{
+	struct scratch_seg_owner o;
+	int rc;
+
+	if (i >= s->owner_slots)
+		return -EINVAL;
+	rc = read_seq(&s->src, s->owners_off + (uint64_t)i * s->owner_stride, &o, sizeof(o),
+	              offsetof(struct scratch_seg_owner, c.seq));
+	if (rc != 0)
+		return rc;
+	if (o.state == SCRATCH_SEG_FREE)
+		return -ENOENT;
+	if (o.state != SCRATCH_SEG_LIVE && o.state != SCRATCH_SEG_EXITED)
+		return -EAGAIN;
+	ret->index = i;
+	ret->state = o.state;
+	ret->kind = o.kind;
+	ret->id = i + 1;
+	ret->generation = o.generation;
+	ret->created_ns = o.created_ns;
+	memcpy(ret->name, o.name, SCRATCH_SEG_OWNER_LEN);
+	ret->name[SCRATCH_SEG_OWNER_LEN] = '\0';
+	ret->c = o.c;
+	return 0;
+}
+
+int segread_proc(const struct segread *s, struct scratch__proc_counters *ret)
+{
+	return read_seq(&s->src, s->proc_off, ret, sizeof(*ret),
+	                offsetof(struct scratch__proc_counters, seq));
+}
+
+/* 1: record s delivered, 0: lost, -EAGAIN: not written yet, <0: error. */
+static int take_record(const struct segread *s, uint64_t seq, bool force, segread_record_fn fn,
+                       void *ctx)
+{
+	uint8_t buf[sizeof(struct scratch_seg_record) + SCRATCH_SEG_MAX_FRAMES * 8];
+	struct scratch_seg_record *r = (struct scratch_seg_record *)buf;
+	size_t len = sizeof(*r) + (size_t)s->record_frames * 8;
+	uint64_t off = s->ring_off + ((seq - 1) & (s->ring_slots - 1)) * s->record_stride;
+	struct segread_record out;
+	int rc = src_read(&s->src, off, buf, len);
+
+	if (rc != 0)
+		return rc;
+	if (r->seq_end < seq && r->seq <= seq && !force)
+		return -EAGAIN;
+	if (r->seq != seq || r->seq_end != seq || r->nframes > s->record_frames ||
+	    r->check != scratch_seg_record_check(r, r->frames, r->nframes))
+		return 0;
+	memset(&out, 0, sizeof(out));
+	out.seq = seq;
+	out.time_ns = r->time_ns;
+	out.bytes = r->bytes;
+	out.tid = r->tid;
+	out.cls = r->cls;
+	out.cpu = r->cpu;
+	out.node = r->node;
+	out.owner = r->owner;
+	out.nframes = r->nframes;
+	memcpy(out.frames, r->frames, r->nframes * sizeof(out.frames[0]));
+	fn(ctx, &out);
+	return 1;
+}
+
+int segread_drain(const struct segread *s, uint64_t *next, uint64_t *lost, uint64_t max, bool force,
+                  segread_record_fn fn, void *ctx)
+{
+	struct segread_dyn d;
+	uint64_t seq = *next < 1 ? 1 : *next;
+	int rc;
+
+	if (s->ring_slots == 0)
+		return 0;
+	rc = segread_dyn(s, &d);
+	if (rc != 0)
+		return rc;
+	if (d.ring_head + 1 < seq) {
+		/* The head went backwards: only a hostile writer does that. */
+		*next = d.ring_head + 1;
+		return -EBADMSG;
+	}
+	if (d.ring_head - (seq - 1) > s->ring_slots) {
+		uint64_t first = d.ring_head - s->ring_slots + 1;
+
+		*lost += first - seq;
+		seq = first;
+	}
+	for (; seq <= d.ring_head && max > 0; seq++, max--) {
+		rc = take_record(s, seq, force, fn, ctx);
+		if (rc == -EAGAIN)
+			break;
+		if (rc < 0) {
+			*next = seq;
+			return rc;
+		}
+		if (rc == 0)
+			(*lost)++;
+	}
+	*next = seq;
+	return rc == -EAGAIN ? -EAGAIN : 0;
+}
+
+static void add_counters(struct segread_totals *t, const struct scratch__counters *c)
+{
+	t->allocs += c->allocs;
+	t->hits += c->hits;
+	t->depot_hits += c->depot_hits;
+	t->misses += c->misses;
+	t->frees += c->frees;
+	t->remote_in += c->remote_in;
+	t->remote_out += c->remote_out;
+	t->passthrough += c->passthrough;
+	t->retained += c->retained;
+	t->leased += segread_leased(c);
+	t->peak_leased += c->peak_leased;
+	t->growth_bytes += c->growth_bytes;
+}
+
+void segread_totals(const struct segread_thread *t, size_t n,
+                    const struct scratch__proc_counters *proc, struct segread_totals *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	for (size_t i = 0; i < n; i++) {
+		add_counters(ret, &t[i].c);
+		if (t[i].state == SCRATCH_SEG_LIVE)
+			ret->threads_live++;
+		else
+			ret->threads_exited++;
+	}
+	if (proc == NULL)
+		return;
+	add_counters(ret, &proc->exited);
+	ret->retained += proc->depot_bytes + proc->orphan_retained;
+	ret->leased += proc->orphan_leased;
+	ret->trimmed = proc->trimmed;
+	ret->threads_seen = proc->threads_seen;
+	ret->threads_exited += proc->exited_threads;
+	ret->depot_bytes = proc->depot_bytes;
+}

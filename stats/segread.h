@@ -1,0 +1,129 @@
+/*
+ * segread.h - the stats segment reader shared by scratchd, its tests and
+ * the fuzz target.
+ *
+ * A segment is untrusted input: another process (or a hostile file in the
+ * run directory) may hold any bytes, change them while they are read, or
+ * truncate the file. So the reader never maps it: it copies with pread()
+ * (a truncated file gives a short read, not SIGBUS), validates the header
+ * once, keeps its own copy of the layout, and bounds every later read by
+ * that copy. Every function returns 0 or a negative errno and fills an
+ * error text for the caller to log.
+ */
+#ifndef SCRATCH_STATS_SEGREAD_H
+#define SCRATCH_STATS_SEGREAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "segment.h"
+
+/* Where the bytes come from: a descriptor (fd >= 0) or a buffer. */
+struct segread_src {
+	int fd;
+	const uint8_t *mem;
+	size_t mem_size;
+};
+
+/* The validated layout, copied out of the header. */
+struct segread {
+	struct segread_src src;
+	uint64_t file_size;
+	uint32_t version;
+	uint32_t flags;
+	int32_t pid;
+	int32_t ppid;
+	uint32_t uid;
+	uint32_t forks;
+	uint64_t start_ticks;
+	uint64_t created_ns;
+	uint64_t min_size, max_size, trace_frames;
+	uint64_t proc_off, proc_size;
+	uint64_t threads_off;
+	uint32_t thread_slots, thread_stride;
+	uint64_t owners_off;
+	uint32_t owner_slots, owner_stride;
+	uint64_t ring_off;
+	uint32_t ring_slots, record_stride, record_frames;
+	char exe[SCRATCH_SEG_EXE_LEN];
+	char cmdline[SCRATCH_SEG_CMDLINE_LEN];
+	char conf[SCRATCH_SEG_CONF_LEN];
+};
+
+/* What changes in the header while the process runs. */
+struct segread_dyn {
+	uint32_t exited;
+	uint64_t exit_ns;
+	uint64_t ring_head;
+};
+
+struct segread_thread {
+	uint32_t index;
+	uint32_t state; /* SCRATCH_SEG_LIVE or SCRATCH_SEG_EXITED */
+	uint32_t generation;
+	int32_t tid;
+	uint64_t attach_ns, exit_ns;
+	char name[SCRATCH_SEG_NAME_LEN + 1];
+	struct scratch__counters c;
+};
+
+struct segread_owner {
+	uint32_t index, state, kind, id, generation;
+	uint64_t created_ns;
+	char name[SCRATCH_SEG_OWNER_LEN + 1];
+	struct scratch__owner_counters c;
+};
+
+struct segread_record {
+	uint64_t seq, time_ns, bytes;
+	int32_t tid;
+	uint32_t cls;
+	int32_t cpu, node;
+	uint32_t owner, nframes;
+	uint64_t frames[SCRATCH_SEG_MAX_FRAMES];
+};
+
+/* Validate the header of a segment of file_size bytes and copy its layout
+ * into ret. -ENODATA: not published yet (no magic), -EBADMSG: corrupt or
+ * hostile (err says what), -EIO: read error. */
+int segread_open(const struct segread_src *src, uint64_t file_size, struct segread *ret, char *err,
+                 size_t errlen);
+
+int segread_dyn(const struct segread *s, struct segread_dyn *ret);
+
+/* Slot i. -ENOENT: free slot, -EAGAIN: being written (try later),
+ * -EINVAL: i out of range, -EIO. */
+int segread_thread(const struct segread *s, uint32_t i, struct segread_thread *ret);
+int segread_owner(const struct segread *s, uint32_t i, struct segread_owner *ret);
+int segread_proc(const struct segread *s, struct scratch__proc_counters *ret);
+
+typedef void (*segread_record_fn)(void *ctx, const struct segread_record *r);
+
+/*
+ * Deliver the complete records from *next (a sequence number, >= 1) to the
+ * ring's head, at most max of them, to fn, and advance *next. Records that
+ * wrapped away or were torn are added to *lost. A record claimed but not
+ * written yet stops the drain (returns -EAGAIN with *next on it) unless
+ * force is true (then it counts as lost): a caller passes force when the
+ * same record stayed unwritten for a while or the process is gone.
+ */
+int segread_drain(const struct segread *s, uint64_t *next, uint64_t *lost, uint64_t max, bool force,
+                  segread_record_fn fn, void *ctx);
+
+/* Process totals as segment.h defines them, from a slot snapshot. */
+struct segread_totals {
+	uint64_t allocs, hits, depot_hits, misses, frees, remote_in, remote_out, passthrough;
+	uint64_t retained, leased, peak_leased, growth_bytes, trimmed;
+	uint64_t threads_live, threads_exited, threads_seen, depot_bytes;
+};
+void segread_totals(const struct segread_thread *t, size_t n,
+                    const struct scratch__proc_counters *proc, struct segread_totals *ret);
+
+/* leased as reported: gross leased minus what other threads freed back. */
+static inline uint64_t segread_leased(const struct scratch__counters *c)
+{
+	return c->leased >= c->remote_in_bytes ? c->leased - c->remote_in_bytes : 0;
+}
+
+#endif /* SCRATCH_STATS_SEGREAD_H */

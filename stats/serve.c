@@ -1,0 +1,837 @@
+/*
+ * serve.c - scratchd's HTTP side: JSON on the Unix socket, Prometheus
+ * text on /metrics (also on --listen 127.0.0.1:PORT, which serves nothing
+ * else: no addresses leave the socket).
+ *
+ *   GET /v1                          protocol and daemon facts
+ *   GET /v1/processes                every known process (summary)
+ *   GET /v1/processes/PID            one process with threads and owners
+ *   GET /v1/processes/PID/threads    its thread table
+ *   GET /v1/processes/PID/owners     its workspaces, arenas, worker pools
+ *   GET /v1/processes/PID/trace      growths: ?since=SEQ&limit=N, &follow=1
+ *                                    streams NDJSON until the process ends
+ *   GET /v1/processes/PID/history    sampled totals, oldest first
+ *   GET /v1/processes/PID/maps       file-backed mappings (text/plain)
+ *   GET /metrics                     Prometheus text format 0.0.4
+ *
+ * Every peer is checked with SO_PEERCRED (same uid or root); errors are
+ * JSON {"error": "..."} with a 4xx status. One thread per connection
+ * (followers block in their content callback), at most 64 connections,
+ * 16 KiB of request memory each.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "scratchd.h"
+
+static struct MHD_Daemon *unix_daemon, *tcp_daemon;
+
+const char *sd_owner_kind(uint32_t kind)
+{
+	switch (kind) {
+	case SCRATCH__OWNER_ARENA:
+		return "arena";
+	case SCRATCH__OWNER_WORKSPACE:
+		return "workspace";
+	case SCRATCH__OWNER_WORKERS:
+		return "workers";
+	default:
+		return "unknown";
+	}
+}
+
+struct sd_proc *sd_find(pid_t pid)
+{
+	struct sd_proc *best = NULL;
+
+	for (struct sd_proc *p = sd.procs; p != NULL; p = p->next) {
+		if (p->seg.pid != pid)
+			continue;
+		if (p->live)
+			return p;
+		if (best == NULL || p->exit_ns > best->exit_ns)
+			best = p;
+	}
+	return best;
+}
+
+static struct sd_proc *find_by_file(const char *file)
+{
+	for (struct sd_proc *p = sd.procs; p != NULL; p = p->next)
+		if (strcmp(p->file, file) == 0)
+			return p;
+	return NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* JSON                                                                    */
+/* ---------------------------------------------------------------------- */
+
+static json_t *u64(uint64_t v)
+{
+	return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
+}
+
+static double hit_rate(uint64_t allocs, uint64_t misses)
+{
+	return allocs == 0
+	               ? 0.0
+	               : (double)(allocs - (misses < allocs ? misses : allocs)) / (double)allocs;
+}
+
+static void set_counters(json_t *o, const struct scratch__counters *c)
+{
+	json_object_set_new(o, "allocs", u64(c->allocs));
+	json_object_set_new(o, "hits", u64(c->hits));
+	json_object_set_new(o, "depot_hits", u64(c->depot_hits));
+	json_object_set_new(o, "growths", u64(c->misses));
+	json_object_set_new(o, "frees", u64(c->frees));
+	json_object_set_new(o, "remote_frees_in", u64(c->remote_in));
+	json_object_set_new(o, "remote_frees_out", u64(c->remote_out));
+	json_object_set_new(o, "passthrough", u64(c->passthrough));
+	json_object_set_new(o, "retained", u64(c->retained));
+	json_object_set_new(o, "leased", u64(segread_leased(c)));
+	json_object_set_new(o, "peak_leased", u64(c->peak_leased));
+	json_object_set_new(o, "growth_bytes", u64(c->growth_bytes));
+	json_object_set_new(o, "hit_rate", json_real(hit_rate(c->allocs, c->misses)));
+}
+
+static json_t *thread_json(const struct segread_thread *t, bool proc_live)
+{
+	json_t *o = json_object();
+	bool live = proc_live && t->state == SCRATCH_SEG_LIVE;
+
+	json_object_set_new(o, "slot", json_integer(t->index));
+	json_object_set_new(o, "tid", json_integer(t->tid));
+	json_object_set_new(o, "name", json_string(t->name));
+	json_object_set_new(o, "state", json_string(live ? "live" : "exited"));
+	json_object_set_new(o, "generation", json_integer(t->generation));
+	json_object_set_new(o, "attach_ns", u64(t->attach_ns));
+	json_object_set_new(o, "exit_ns", u64(t->exit_ns));
+	set_counters(o, &t->c);
+	return o;
+}
+
+static json_t *owner_json(const struct segread_owner *w)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "id", json_integer(w->id));
+	json_object_set_new(o, "kind", json_string(sd_owner_kind(w->kind)));
+	json_object_set_new(o, "name", json_string(w->name));
+	json_object_set_new(o, "state",
+	                    json_string(w->state == SCRATCH_SEG_LIVE ? "live" : "gone"));
+	json_object_set_new(o, "retained", u64(w->c.retained));
+	json_object_set_new(o, "leased", u64(w->c.leased));
+	json_object_set_new(o, "panel_bytes", u64(w->c.panel_bytes));
+	json_object_set_new(o, "growths", u64(w->c.growths));
+	json_object_set_new(o, "dispatches", u64(w->c.dispatches));
+	json_object_set_new(o, "parks", u64(w->c.parks));
+	json_object_set_new(o, "wakes", u64(w->c.wakes));
+	json_object_set_new(o, "workers", u64(w->c.workers));
+	return o;
+}
+
+static void set_totals(json_t *o, const struct segread_totals *t)
+{
+	json_object_set_new(o, "allocs", u64(t->allocs));
+	json_object_set_new(o, "hits", u64(t->hits));
+	json_object_set_new(o, "depot_hits", u64(t->depot_hits));
+	json_object_set_new(o, "growths", u64(t->misses));
+	json_object_set_new(o, "frees", u64(t->frees));
+	json_object_set_new(o, "remote_frees_in", u64(t->remote_in));
+	json_object_set_new(o, "remote_frees_out", u64(t->remote_out));
+	json_object_set_new(o, "passthrough", u64(t->passthrough));
+	json_object_set_new(o, "retained", u64(t->retained));
+	json_object_set_new(o, "leased", u64(t->leased));
+	json_object_set_new(o, "peak_leased", u64(t->peak_leased));
+	json_object_set_new(o, "growth_bytes", u64(t->growth_bytes));
+	json_object_set_new(o, "trimmed", u64(t->trimmed));
+	json_object_set_new(o, "depot_bytes", u64(t->depot_bytes));
+	json_object_set_new(o, "hit_rate", json_real(hit_rate(t->allocs, t->misses)));
+}
+
+json_t *sd_proc_json(const struct sd_proc *p, bool detail)
+{
+	json_t *o = json_object(), *tr = json_object();
+
+	json_object_set_new(o, "pid", json_integer(p->seg.pid));
+	json_object_set_new(o, "ppid", json_integer(p->seg.ppid));
+	json_object_set_new(o, "start_ticks", u64(p->seg.start_ticks));
+	json_object_set_new(o, "file", json_string(p->file));
+	json_object_set_new(o, "exe", json_string(p->seg.exe));
+	json_object_set_new(o, "command", json_string(p->seg.cmdline));
+	json_object_set_new(o, "state", json_string(p->live ? "live" : "exited"));
+	json_object_set_new(o, "exit_reason", p->reason ? json_string(p->reason) : json_null());
+	json_object_set_new(o, "created_ns", u64(p->seg.created_ns));
+	json_object_set_new(o, "exit_ns", u64(p->exit_ns));
+	json_object_set_new(o, "forked", json_boolean(p->seg.forks > 0));
+	/* Once the process is gone, so are its threads (the main thread
+	 * never runs its exit hooks, so its slot still says live). */
+	json_object_set_new(o, "threads", u64(p->live ? p->tot.threads_live : 0));
+	json_object_set_new(o, "threads_exited",
+	                    u64(p->tot.threads_exited + (p->live ? 0 : p->tot.threads_live)));
+	json_object_set_new(o, "threads_seen", u64(p->tot.threads_seen));
+	set_totals(o, &p->tot);
+	json_object_set_new(tr, "enabled", json_boolean(p->seg.ring_slots != 0));
+	json_object_set_new(tr, "ring", json_integer(p->seg.ring_slots));
+	json_object_set_new(tr, "head", u64(p->head));
+	json_object_set_new(tr, "drained", u64(p->drained));
+	json_object_set_new(tr, "lost", u64(p->lost));
+	json_object_set_new(o, "trace", tr);
+	json_object_set_new(o, "samples", json_integer(p->hist_len));
+	if (!detail)
+		return o;
+	json_object_set_new(o, "conf", json_string(p->seg.conf));
+	json_object_set_new(o, "min_size", u64(p->seg.min_size));
+	json_object_set_new(o, "max_size", u64(p->seg.max_size));
+	json_t *th = json_array(), *ow = json_array();
+
+	for (uint32_t i = 0; i < p->nthreads; i++)
+		json_array_append_new(th, thread_json(&p->threads[i], p->live));
+	for (uint32_t i = 0; i < p->nowners; i++)
+		json_array_append_new(ow, owner_json(&p->owners[i]));
+	json_object_set_new(o, "thread_table", th);
+	json_object_set_new(o, "owners", ow);
+	return o;
+}
+
+static const char *owner_name(const struct sd_proc *p, uint32_t id)
+{
+	for (uint32_t i = 0; i < p->nowners; i++)
+		if (p->owners[i].id == id)
+			return p->owners[i].name;
+	return NULL;
+}
+
+static json_t *record_json(const struct sd_proc *p, const struct segread_record *r)
+{
+	json_t *o = json_object(), *f = json_array();
+	const char *on = r->owner != 0 ? owner_name(p, r->owner) : NULL;
+
+	json_object_set_new(o, "seq", u64(r->seq));
+	json_object_set_new(o, "time_ns", u64(r->time_ns));
+	json_object_set_new(o, "tid", json_integer(r->tid));
+	json_object_set_new(o, "bytes", u64(r->bytes));
+	json_object_set_new(o, "class", json_integer(r->cls));
+	json_object_set_new(o, "cpu", json_integer(r->cpu));
+	json_object_set_new(o, "node", json_integer(r->node));
+	json_object_set_new(o, "owner", json_integer(r->owner));
+	json_object_set_new(o, "owner_name", on ? json_string(on) : json_null());
+	for (uint32_t i = 0; i < r->nframes; i++)
+		json_array_append_new(f, u64(r->frames[i]));
+	json_object_set_new(o, "frames", f);
+	return o;
+}
+
+/* The i-th kept record (0: oldest). */
+static const struct segread_record *kept(const struct sd_proc *p, uint32_t i)
+{
+	return &p->trace[(p->trace_pos + i) % p->trace_cap];
+}
+
+/* Index of the first kept record with seq >= since. */
+static uint32_t kept_from(const struct sd_proc *p, uint64_t since)
+{
+	uint32_t lo = 0, hi = p->trace_len;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (kept(p, mid)->seq < since)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static json_t *trace_json(const struct sd_proc *p, uint64_t since, uint64_t limit)
+{
+	json_t *o = json_object(), *a = json_array();
+	uint64_t next = since;
+	uint32_t i = kept_from(p, since);
+
+	for (; i < p->trace_len && limit > 0; i++, limit--) {
+		json_array_append_new(a, record_json(p, kept(p, i)));
+		next = kept(p, i)->seq + 1;
+	}
+	if (i == p->trace_len && next < p->next_seq)
+		next = p->next_seq;
+	json_object_set_new(o, "pid", json_integer(p->seg.pid));
+	json_object_set_new(o, "state", json_string(p->live ? "live" : "exited"));
+	json_object_set_new(o, "first", u64(p->trace_len ? kept(p, 0)->seq : p->next_seq));
+	json_object_set_new(o, "next", u64(next));
+	json_object_set_new(o, "head", u64(p->head));
+	json_object_set_new(o, "lost", u64(p->lost));
+	json_object_set_new(o, "records", a);
+	return o;
+}
+
+static json_t *history_json(const struct sd_proc *p)
+{
+	json_t *o = json_object(), *a = json_array();
+
+	for (uint32_t i = 0; i < p->hist_len; i++) {
+		uint32_t at = (p->hist_pos + p->hist_cap - p->hist_len + i) % p->hist_cap;
+		const struct sd_sample *s = &p->hist[at];
+		json_t *e = json_object();
+
+		json_object_set_new(e, "time_ns", u64(s->t_ns));
+		json_object_set_new(e, "threads", u64(s->tot.threads_live));
+		set_totals(e, &s->tot);
+		json_array_append_new(a, e);
+	}
+	json_object_set_new(o, "pid", json_integer(p->seg.pid));
+	json_object_set_new(o, "interval_ms", u64(sd.interval_ms));
+	json_object_set_new(o, "samples", a);
+	return o;
+}
+
+static json_t *processes_json(void)
+{
+	json_t *o = json_object(), *a = json_array(), *r = json_array();
+
+	for (struct sd_proc *p = sd.procs; p != NULL; p = p->next)
+		json_array_append_new(a, sd_proc_json(p, false));
+	for (uint32_t i = 0; i < sd.nrejected; i++)
+		json_array_append_new(r, json_pack("{s:s,s:s}", "file", sd.rejected[i].file,
+		                                   "error", sd.rejected[i].error));
+	json_object_set_new(o, "protocol", json_integer(STATS_PROTOCOL));
+	json_object_set_new(o, "run_dir", json_string(sd.run_dir));
+	json_object_set_new(o, "processes", a);
+	json_object_set_new(o, "rejected", r);
+	return o;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Prometheus text                                                         */
+/* ---------------------------------------------------------------------- */
+
+static void label_value(FILE *f, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (*s == '\\' || *s == '"')
+			fprintf(f, "\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+static void proc_labels(FILE *f, const struct sd_proc *p)
+{
+	const char *base = strrchr(p->seg.exe, '/');
+
+	fprintf(f, "{pid=\"%d\",exe=\"", p->seg.pid);
+	label_value(f, base != NULL ? base + 1 : p->seg.exe);
+	fputs("\"}", f);
+}
+
+enum metric_src { M_TOTAL, M_THREAD };
+
+struct metric {
+	const char *name, *type, *help;
+	enum metric_src src;
+	size_t off; /* into struct segread_totals or struct scratch__counters */
+};
+
+#define MT(n, t, h, f)                                                                             \
+	{                                                                                          \
+		n, t, h, M_TOTAL, offsetof(struct segread_totals, f)                               \
+	}
+#define MC(n, t, h, f)                                                                             \
+	{                                                                                          \
+		n, t, h, M_THREAD, offsetof(struct scratch__counters, f)                           \
+	}
+
+static const struct metric metrics[] = {
+        MT("scratch_allocs_total", "counter", "Pooled allocations.", allocs),
+        MT("scratch_cache_hits_total", "counter", "Allocations served by the thread's cache.",
+           hits),
+        MT("scratch_depot_hits_total", "counter", "Allocations served by the depot.", depot_hits),
+        MT("scratch_growths_total", "counter", "Allocations served with fresh pages.", misses),
+        MT("scratch_frees_total", "counter", "Pool blocks released.", frees),
+        MT("scratch_remote_frees_total", "counter", "Blocks freed by another thread.", remote_in),
+        MT("scratch_passthrough_total", "counter", "Calls the shim sent to its backend.",
+           passthrough),
+        MT("scratch_retained_bytes", "gauge", "Bytes of pool blocks held.", retained),
+        MT("scratch_leased_bytes", "gauge", "Bytes of pool blocks lent now.", leased),
+        MT("scratch_peak_leased_bytes", "gauge", "Sum of per-thread peaks of leased.", peak_leased),
+        MT("scratch_growth_bytes_total", "counter", "Bytes of fresh blocks grown.", growth_bytes),
+        MT("scratch_trimmed_bytes_total", "counter", "Bytes returned to the OS.", trimmed),
+        MT("scratch_depot_bytes", "gauge", "Idle bytes in the depot.", depot_bytes),
+        MT("scratch_threads", "gauge", "Threads with a live cache.", threads_live),
+        MC("scratch_thread_allocs_total", "counter", "Pooled allocations of one thread.", allocs),
+        MC("scratch_thread_growths_total", "counter", "Growths of one thread.", misses),
+        MC("scratch_thread_retained_bytes", "gauge", "Bytes one thread retains.", retained),
+        MC("scratch_thread_leased_bytes", "gauge", "Bytes one thread has lent (gross).", leased),
+};
+
+static void metric_samples(FILE *f, const struct metric *m, const struct sd_proc *p)
+{
+	if (m->src == M_TOTAL) {
+		proc_labels(f, p);
+		fprintf(f, " %llu\n",
+		        (unsigned long long)*(const uint64_t *)((const char *)&p->tot + m->off));
+		return;
+	}
+	for (uint32_t i = 0; i < p->nthreads; i++) {
+		const struct segread_thread *t = &p->threads[i];
+		uint64_t v = *(const uint64_t *)((const char *)&t->c + m->off);
+
+		if (m->off == offsetof(struct scratch__counters, leased))
+			v = segread_leased(&t->c);
+		fprintf(f, "%s{pid=\"%d\",tid=\"%d\",name=\"", m->name, p->seg.pid, t->tid);
+		label_value(f, t->name);
+		fprintf(f, "\"} %llu\n", (unsigned long long)v);
+	}
+}
+
+static char *metrics_text(size_t *ret_len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, ret_len);
+	uint32_t live = 0, exited = 0;
+
+	if (f == NULL)
+		return NULL;
+	for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++) {
+		const struct metric *m = &metrics[i];
+
+		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name, m->type);
+		for (const struct sd_proc *p = sd.procs; p != NULL; p = p->next) {
+			if (m->src == M_TOTAL)
+				fputs(m->name, f);
+			metric_samples(f, m, p);
+		}
+	}
+	fputs("# HELP scratch_up 1 while the process is live, 0 once it exited.\n"
+	      "# TYPE scratch_up gauge\n",
+	      f);
+	for (const struct sd_proc *p = sd.procs; p != NULL; p = p->next) {
+		fputs("scratch_up", f);
+		proc_labels(f, p);
+		fprintf(f, " %d\n", p->live ? 1 : 0);
+		*(p->live ? &live : &exited) += 1;
+	}
+	fputs("# HELP scratch_trace_records_total Growth records drained.\n"
+	      "# TYPE scratch_trace_records_total counter\n",
+	      f);
+	for (const struct sd_proc *p = sd.procs; p != NULL; p = p->next) {
+		fputs("scratch_trace_records_total", f);
+		proc_labels(f, p);
+		fprintf(f, " %llu\n", (unsigned long long)p->drained);
+	}
+	fputs("# HELP scratch_trace_lost_total Growth records lost to ring wrap.\n"
+	      "# TYPE scratch_trace_lost_total counter\n",
+	      f);
+	for (const struct sd_proc *p = sd.procs; p != NULL; p = p->next) {
+		fputs("scratch_trace_lost_total", f);
+		proc_labels(f, p);
+		fprintf(f, " %llu\n", (unsigned long long)p->lost);
+	}
+	fprintf(f,
+	        "# HELP scratchd_processes Processes scratchd knows.\n"
+	        "# TYPE scratchd_processes gauge\n"
+	        "scratchd_processes{state=\"live\"} %u\n"
+	        "scratchd_processes{state=\"exited\"} %u\n"
+	        "# HELP scratchd_rejected_segments Segment files refused as invalid.\n"
+	        "# TYPE scratchd_rejected_segments gauge\n"
+	        "scratchd_rejected_segments %u\n",
+	        live, exited, sd.nrejected);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Responses                                                               */
+/* ---------------------------------------------------------------------- */
+
+static enum MHD_Result queue(struct MHD_Connection *c, unsigned status, struct MHD_Response *r,
+                             const char *type)
+{
+	enum MHD_Result ret;
+
+	if (r == NULL)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	MHD_add_response_header(r, "X-Scratch-Protocol", "1");
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, json_t *j)
+{
+	char *s = json_dumps(j, JSON_COMPACT);
+	size_t len;
+
+	json_decref(j);
+	if (s == NULL)
+		return MHD_NO;
+	len = strlen(s);
+	s[len] = '\0';
+	return queue(c, status, MHD_create_response_from_buffer(len, s, MHD_RESPMEM_MUST_FREE),
+	             "application/json");
+}
+
+static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *msg)
+{
+	return reply_json(c, status, json_pack("{s:s}", "error", msg));
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *c, char *text, size_t len,
+                                  const char *type)
+{
+	return queue(c, MHD_HTTP_OK,
+	             MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE), type);
+}
+
+/* A query argument as an unsigned number; false when present but bad. */
+static bool arg_u64(struct MHD_Connection *c, const char *key, uint64_t def, uint64_t *ret)
+{
+	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, key);
+	char *end;
+
+	*ret = def;
+	if (v == NULL)
+		return true;
+	if (*v < '0' || *v > '9')
+		return false;
+	errno = 0;
+	*ret = strtoull(v, &end, 10);
+	return errno == 0 && *end == '\0';
+}
+
+static bool arg_bool(struct MHD_Connection *c, const char *key)
+{
+	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, key);
+
+	return v != NULL && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0 || *v == '\0');
+}
+
+/* ---------------------------------------------------------------------- */
+/* Follow mode: NDJSON streamed from a content callback                   */
+/* ---------------------------------------------------------------------- */
+
+struct follow {
+	char file[NAME_MAX + 1];
+	uint64_t next, lost;
+	bool ended;
+	char *pend; /* formatted, not yet sent */
+	size_t pend_len, pend_off;
+};
+
+static void pend_line(struct follow *fw, json_t *j)
+{
+	char *s = json_dumps(j, JSON_COMPACT);
+	size_t n;
+	char *nb;
+
+	json_decref(j);
+	if (s == NULL)
+		return;
+	n = strlen(s);
+	nb = realloc(fw->pend, fw->pend_len + n + 2);
+	if (nb != NULL) {
+		fw->pend = nb;
+		memcpy(fw->pend + fw->pend_len, s, n);
+		fw->pend[fw->pend_len + n] = '\n';
+		fw->pend_len += n + 1;
+	}
+	free(s);
+}
+
+/* Format what is new since fw->next; true when something was added. Under
+ * sd.lock. */
+static bool follow_collect(struct follow *fw)
+{
+	struct sd_proc *p = find_by_file(fw->file);
+	size_t before = fw->pend_len;
+
+	if (p == NULL || sd.stopping) {
+		if (!fw->ended)
+			pend_line(fw, json_pack("{s:b,s:s}", "end", 1, "reason",
+			                        sd.stopping ? "daemon stopping" : "expired"));
+		fw->ended = true;
+		return fw->pend_len != before;
+	}
+	for (uint32_t i = kept_from(p, fw->next); i < p->trace_len && fw->pend_len < 65536; i++) {
+		pend_line(fw, record_json(p, kept(p, i)));
+		fw->next = kept(p, i)->seq + 1;
+	}
+	if (p->lost != fw->lost) {
+		fw->lost = p->lost;
+		pend_line(fw, json_pack("{s:I}", "lost", (json_int_t)p->lost));
+	}
+	if (!p->live && kept_from(p, fw->next) == p->trace_len && !fw->ended) {
+		pend_line(fw, json_pack("{s:b,s:s}", "end", 1, "reason", p->reason));
+		fw->ended = true;
+	}
+	return fw->pend_len != before;
+}
+
+static ssize_t follow_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct follow *fw = cls;
+	size_t n;
+
+	(void)pos;
+	if (fw->pend_off == fw->pend_len) {
+		struct timespec until;
+
+		fw->pend_off = fw->pend_len = 0;
+		if (fw->ended)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 5;
+		pthread_mutex_lock(&sd.lock);
+		while (!follow_collect(fw)) {
+			if (pthread_cond_timedwait(&sd.cond, &sd.lock, &until) == ETIMEDOUT)
+				break;
+		}
+		pthread_mutex_unlock(&sd.lock);
+		if (fw->pend_len == 0) {
+			/* A blank line keeps the stream alive and notices a
+			 * client that went away. */
+			buf[0] = '\n';
+			return 1;
+		}
+	}
+	n = fw->pend_len - fw->pend_off;
+	if (n > max)
+		n = max;
+	memcpy(buf, fw->pend + fw->pend_off, n);
+	fw->pend_off += n;
+	return (ssize_t)n;
+}
+
+static void follow_free(void *cls)
+{
+	struct follow *fw = cls;
+
+	free(fw->pend);
+	free(fw);
+}
+
+static enum MHD_Result reply_follow(struct MHD_Connection *c, const struct sd_proc *p,
+                                    uint64_t since)
+{
+	struct follow *fw = calloc(1, sizeof(*fw));
+
+	if (fw == NULL)
+		return reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory");
+	snprintf(fw->file, sizeof(fw->file), "%s", p->file);
+	fw->next = since;
+	fw->lost = 0;
+	return queue(c, MHD_HTTP_OK,
+	             MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, follow_read, fw,
+	                                               follow_free),
+	             "application/x-ndjson");
+}
+
+/* ---------------------------------------------------------------------- */
+/* Routing                                                                 */
+/* ---------------------------------------------------------------------- */
+
+static enum MHD_Result route_proc(struct MHD_Connection *c, pid_t pid, const char *what)
+{
+	struct sd_proc *p = sd_find(pid);
+	uint64_t since, limit;
+	json_t *j;
+
+	if (p == NULL)
+		return reply_error(c, MHD_HTTP_NOT_FOUND, "no such process");
+	if (*what == '\0')
+		return reply_json(c, MHD_HTTP_OK, sd_proc_json(p, true));
+	if (strcmp(what, "/threads") == 0) {
+		j = json_array();
+		for (uint32_t i = 0; i < p->nthreads; i++)
+			json_array_append_new(j, thread_json(&p->threads[i], p->live));
+		return reply_json(c, MHD_HTTP_OK,
+		                  json_pack("{s:i,s:o}", "pid", p->seg.pid, "threads", j));
+	}
+	if (strcmp(what, "/owners") == 0) {
+		j = json_array();
+		for (uint32_t i = 0; i < p->nowners; i++)
+			json_array_append_new(j, owner_json(&p->owners[i]));
+		return reply_json(c, MHD_HTTP_OK,
+		                  json_pack("{s:i,s:o}", "pid", p->seg.pid, "owners", j));
+	}
+	if (strcmp(what, "/history") == 0)
+		return reply_json(c, MHD_HTTP_OK, history_json(p));
+	if (strcmp(what, "/maps") == 0) {
+		char *m = strdup(p->maps != NULL ? p->maps : "");
+
+		return m ? reply_text(c, m, strlen(m), "text/plain") : MHD_NO;
+	}
+	if (strcmp(what, "/trace") == 0) {
+		if (!arg_u64(c, "since", 1, &since) || !arg_u64(c, "limit", 10000, &limit) ||
+		    limit == 0 || limit > 1000000)
+			return reply_error(c, MHD_HTTP_BAD_REQUEST, "bad since or limit");
+		if (since == 0)
+			since = 1;
+		if (arg_bool(c, "follow"))
+			return reply_follow(c, p, since);
+		return reply_json(c, MHD_HTTP_OK, trace_json(p, since, limit));
+	}
+	return reply_error(c, MHD_HTTP_NOT_FOUND, "no such resource");
+}
+
+static enum MHD_Result route(struct MHD_Connection *c, const char *url)
+{
+	const char *rest;
+	char *end;
+	long pid;
+
+	if (strcmp(url, "/metrics") == 0) {
+		size_t len;
+		char *t = metrics_text(&len);
+
+		if (t == NULL)
+			return reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory");
+		return reply_text(c, t, len, "text/plain; version=0.0.4");
+	}
+	if (strcmp(url, "/v1") == 0 || strcmp(url, "/v1/") == 0)
+		return reply_json(c, MHD_HTTP_OK,
+		                  json_pack("{s:i,s:s,s:s,s:I,s:I}", "protocol", STATS_PROTOCOL,
+		                            "version", PACKAGE_VERSION, "run_dir", sd.run_dir,
+		                            "interval_ms", (json_int_t)sd.interval_ms,
+		                            "retention_s", (json_int_t)sd.retention_s));
+	if (strcmp(url, "/v1/processes") == 0)
+		return reply_json(c, MHD_HTTP_OK, processes_json());
+	if (strncmp(url, "/v1/processes/", 14) != 0)
+		return reply_error(c, MHD_HTTP_NOT_FOUND, "no such resource");
+	rest = url + 14;
+	if (*rest < '1' || *rest > '9')
+		return reply_error(c, MHD_HTTP_BAD_REQUEST, "bad pid");
+	errno = 0;
+	pid = strtol(rest, &end, 10);
+	if (errno != 0 || pid <= 0 || pid > 0x7fffffffL || (*end != '\0' && *end != '/'))
+		return reply_error(c, MHD_HTTP_BAD_REQUEST, "bad pid");
+	return route_proc(c, (pid_t)pid, end);
+}
+
+static bool peer_allowed(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+	        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	uid_t uid;
+
+	if (ci == NULL || stats_peer_uid(ci->connect_fd, &uid) != 0)
+		return false;
+	return uid == geteuid() || uid == 0;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *upload,
+                              size_t *upload_size, void **state)
+{
+	static int first_call;
+	bool tcp = cls != NULL;
+	enum MHD_Result ret;
+
+	(void)version;
+	(void)upload;
+	if (*state == NULL) {
+		*state = &first_call;
+		return MHD_YES;
+	}
+	if (*upload_size != 0) {
+		*upload_size = 0; /* a GET carries no body: drop it */
+		return MHD_YES;
+	}
+	if (!tcp && !peer_allowed(c))
+		return reply_error(c, MHD_HTTP_FORBIDDEN, "peer refused: not the same user");
+	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+		return reply_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET");
+	if (tcp && strcmp(url, "/metrics") != 0)
+		return reply_error(c, MHD_HTTP_NOT_FOUND, "only /metrics is served here");
+	pthread_mutex_lock(&sd.lock);
+	ret = route(c, url);
+	pthread_mutex_unlock(&sd.lock);
+	return ret;
+}
+
+static int parse_listen(const char *s, struct sockaddr_in *sa, char *err, size_t errlen)
+{
+	char host[64];
+	const char *colon = strrchr(s, ':');
+	char *end;
+	long port;
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	if (colon == NULL || (size_t)(colon - s) >= sizeof(host))
+		goto out_bad;
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = '\0';
+	port = strtol(colon + 1, &end, 10);
+	if (*end != '\0' || port < 1 || port > 65535 ||
+	    inet_pton(AF_INET, host, &sa->sin_addr) != 1)
+		goto out_bad;
+	if ((ntohl(sa->sin_addr.s_addr) >> 24) != 127) {
+		snprintf(err, errlen, "--listen %s: only loopback addresses (127.0.0.0/8)", s);
+		return -EINVAL;
+	}
+	sa->sin_port = htons((uint16_t)port);
+	return 0;
+out_bad:
+	snprintf(err, errlen, "--listen %s: expected 127.0.0.1:PORT", s);
+	return -EINVAL;
+}
+
+int sd_serve_start(int unix_fd, const char *listen_on, char *err, size_t errlen)
+{
+	static int tcp_marker;
+	const unsigned flags =
+	        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG;
+	struct sockaddr_in sa;
+
+	unix_daemon = MHD_start_daemon(flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_LISTEN_SOCKET,
+	                               unix_fd, MHD_OPTION_CONNECTION_LIMIT, 64u,
+	                               MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
+	                               MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_END);
+	if (unix_daemon == NULL) {
+		snprintf(err, errlen, "cannot serve on %s", sd.socket_path);
+		return -EIO;
+	}
+	if (listen_on == NULL)
+		return 0;
+	if (parse_listen(listen_on, &sa, err, errlen) != 0)
+		return -EINVAL;
+	tcp_daemon = MHD_start_daemon(flags, ntohs(sa.sin_port), NULL, NULL, handle, &tcp_marker,
+	                              MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+	                              MHD_OPTION_CONNECTION_LIMIT, 16u,
+	                              MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
+	                              MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
+	if (tcp_daemon == NULL) {
+		snprintf(err, errlen, "cannot listen on %s", listen_on);
+		return -EADDRINUSE;
+	}
+	return 0;
+}
+
+void sd_serve_stop(void)
+{
+	if (tcp_daemon != NULL)
+		MHD_stop_daemon(tcp_daemon);
+	if (unix_daemon != NULL)
+		MHD_stop_daemon(unix_daemon);
+	tcp_daemon = unix_daemon = NULL;
+}

@@ -1,0 +1,32 @@
+/*
+ * symbols.h - call-site symbolization for scratchstat, with elfutils libdw.
+ *
+ * Built from the text of a process's /proc/PID/maps (as scratchd keeps it),
+ * so addresses still resolve after the process exited, as long as its ELF
+ * files are there.
+ */
+#ifndef SCRATCH_STATS_SYMBOLS_H
+#define SCRATCH_STATS_SYMBOLS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct symbolizer;
+
+struct sym_info {
+	char function[256]; /* "" when unknown */
+	uint64_t offset;    /* from the function's start */
+	char file[256];     /* source file base name, "" when unknown */
+	int line;
+	char module[256]; /* the ELF file's path */
+};
+
+/* NULL when libdw cannot even start (errno set). */
+struct symbolizer *sym_new(const char *maps);
+void sym_free(struct symbolizer *s);
+
+/* Describe a return address (the call instruction before it is looked
+ * up). False when no module covers it. */
+bool sym_lookup(struct symbolizer *s, uint64_t ret_addr, struct sym_info *ret);
+
+#endif /* SCRATCH_STATS_SYMBOLS_H */

@@ -1,0 +1,175 @@
+/*
+ * host_stats.c - a test host with a known allocation pattern, for the
+ * scratchd/scratchstat end-to-end tests. Links libscratch directly so every
+ * counter is exact.
+ *
+ * Each of --threads workers (named "worker-I") runs --rounds rounds of
+ * acquire+release of one block of (I + 1) * --size bytes, then acquires
+ * --hold blocks of that size and keeps them. With fresh pools that gives,
+ * per worker (class C = scratch_class_size((I + 1) * size)):
+ *
+ *   allocs = rounds + hold    hits = rounds    growths = hold (hold >= 1)
+ *   frees = rounds            retained = leased = hold * C
+ *
+ * and hold growth records of C bytes whose call site is grow_site_worker().
+ * It prints "tid I TID C" per worker and "tid main TID 0", then "ready",
+ * then obeys commands on stdin, answering each with "ok":
+ *
+ *   grow N     the main thread acquires and keeps N blocks (grow_site_main)
+ *   remote     the main thread releases worker 0's first held block
+ *   fork       fork; the child makes one growth, reports "child PID", exits
+ *   exit       release everything, join the workers, exit 0
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "scratch.h"
+
+#define MAX_THREADS 16
+#define MAX_HOLD    256
+
+static unsigned nthreads = 2, rounds = 10, hold = 2;
+static size_t base_size = 1 << 20;
+static void *held[MAX_THREADS][MAX_HOLD];
+static void *main_held[MAX_HOLD * 4];
+static unsigned nmain;
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_barrier_t ready;
+static pthread_mutex_t stop_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t stop_cond = PTHREAD_COND_INITIALIZER;
+static int stopping;
+
+__attribute__((noinline)) void *grow_site_worker(size_t size);
+__attribute__((noinline)) void *grow_site_main(size_t size);
+
+__attribute__((noinline)) void *grow_site_worker(size_t size)
+{
+	void *p = scratch_acquire(size);
+
+	__asm__ volatile("" ::: "memory"); /* keep the frame: no tail call */
+	return p;
+}
+
+__attribute__((noinline)) void *grow_site_main(size_t size)
+{
+	void *p = scratch_acquire(size);
+
+	__asm__ volatile("" ::: "memory");
+	return p;
+}
+
+static void *worker(void *arg)
+{
+	unsigned i = (unsigned)(uintptr_t)arg;
+	size_t size = (i + 1) * base_size;
+	char name[16];
+
+	snprintf(name, sizeof(name), "worker-%u", i);
+	pthread_setname_np(pthread_self(), name);
+	for (unsigned r = 0; r < rounds; r++) {
+		void *p = grow_site_worker(size);
+
+		if (p == NULL) {
+			perror("scratch_acquire");
+			exit(1);
+		}
+		memset(p, 1, 64);
+		scratch_release(p);
+	}
+	for (unsigned h = 0; h < hold; h++)
+		held[i][h] = grow_site_worker(size);
+	pthread_mutex_lock(&out_lock);
+	printf("tid %u %ld %zu\n", i, (long)syscall(SYS_gettid), scratch_class_size(size));
+	fflush(stdout);
+	pthread_mutex_unlock(&out_lock);
+	pthread_barrier_wait(&ready);
+	pthread_mutex_lock(&stop_lock);
+	while (!stopping)
+		pthread_cond_wait(&stop_cond, &stop_lock);
+	pthread_mutex_unlock(&stop_lock);
+	for (unsigned h = 0; h < hold; h++)
+		scratch_release(held[i][h]);
+	return NULL;
+}
+
+static void do_fork(void)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		void *p = grow_site_main(3 * base_size);
+
+		printf("child %d\n", (int)getpid());
+		fflush(stdout);
+		scratch_release(p);
+		_exit(p != NULL ? 0 : 1);
+	}
+	waitpid(pid, &st, 0);
+}
+
+static void commands(void)
+{
+	char line[128];
+	unsigned n;
+
+	while (fgets(line, sizeof(line), stdin) != NULL) {
+		if (sscanf(line, "grow %u", &n) == 1) {
+			for (unsigned k = 0; k < n && nmain < MAX_HOLD * 4; k++)
+				main_held[nmain++] = grow_site_main(base_size / 2);
+		} else if (strncmp(line, "remote", 6) == 0) {
+			if (held[0][0] != NULL)
+				scratch_release(held[0][0]);
+			held[0][0] = NULL;
+		} else if (strncmp(line, "fork", 4) == 0) {
+			do_fork();
+		} else if (strncmp(line, "exit", 4) == 0) {
+			break;
+		}
+		printf("ok\n");
+		fflush(stdout);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t th[MAX_THREADS];
+
+	for (int a = 1; a + 1 < argc; a += 2) {
+		if (strcmp(argv[a], "--threads") == 0)
+			nthreads = (unsigned)atoi(argv[a + 1]);
+		else if (strcmp(argv[a], "--rounds") == 0)
+			rounds = (unsigned)atoi(argv[a + 1]);
+		else if (strcmp(argv[a], "--hold") == 0)
+			hold = (unsigned)atoi(argv[a + 1]);
+		else if (strcmp(argv[a], "--size") == 0)
+			base_size = (size_t)strtoull(argv[a + 1], NULL, 0);
+	}
+	if (nthreads < 1 || nthreads > MAX_THREADS || hold > MAX_HOLD) {
+		fprintf(stderr, "host_stats: bad arguments\n");
+		return 2;
+	}
+	pthread_barrier_init(&ready, NULL, nthreads + 1);
+	for (unsigned i = 0; i < nthreads; i++)
+		pthread_create(&th[i], NULL, worker, (void *)(uintptr_t)i);
+	pthread_barrier_wait(&ready);
+	printf("tid main %ld 0\nready\n", (long)getpid());
+	fflush(stdout);
+	commands();
+	pthread_mutex_lock(&stop_lock);
+	stopping = 1;
+	pthread_cond_broadcast(&stop_cond);
+	pthread_mutex_unlock(&stop_lock);
+	for (unsigned i = 0; i < nthreads; i++)
+		pthread_join(th[i], NULL);
+	for (unsigned k = 0; k < nmain; k++)
+		scratch_release(main_held[k]);
+	return 0;
+}
