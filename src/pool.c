@@ -47,7 +47,7 @@
 #define PAGE_SHIFT 12
 #define PAGE_SIZE  (UINT64_C(1) << PAGE_SHIFT)
 #define HUGE_SIZE  (UINT64_C(2) << 20)
-#define NBINS      96
+#define NBINS      144 /* global class indices up to 64 GiB (4 per power of two) */
 
 enum blk_state { BLK_NONE, BLK_LEASED, BLK_CACHED, BLK_REMOTE, BLK_DEPOT, BLK_EMPTY };
 enum tc_state { TC_FREE, TC_LIVE, TC_ZOMBIE, TC_FORKED };
@@ -76,6 +76,7 @@ struct tcache {
 	uint64_t cached_bytes;
 	struct scratch__counters *c; /* in the segment, or &own */
 	uint32_t index;
+	uint32_t tag; /* index + 1: the owner value of its blocks */
 	uint32_t trim_seen;
 	pid_t tid;
 	uint8_t state;
@@ -132,7 +133,8 @@ static __thread int tls_exit_rounds __attribute__((tls_model("initial-exec")));
 static inline unsigned class_index(uint64_t size)
 {
 	uint64_t x = size - 1;
-	unsigned msb = 63u - (unsigned)__builtin_clzll(x);
+	/* 63 ^ clz is the bit index of the top bit: one bsr on x86-64 */
+	unsigned msb = 63u ^ (unsigned)__builtin_clzll(x);
 
 	return (msb << 2) + (unsigned)((x >> (msb - 2)) & 3);
 }
@@ -162,9 +164,13 @@ static inline void count_lease(struct scratch__counters *c, uint64_t cap, uint64
 	SCRATCH__ADD(which, 1);
 	l = c->leased + cap;
 	SCRATCH__STORE(&c->leased, l);
-	l -= __atomic_load_n(&c->remote_in_bytes, __ATOMIC_RELAXED);
-	if (l > c->peak_leased)
-		SCRATCH__STORE(&c->peak_leased, l);
+	/* leased (reported) <= l, so only a gross value above the peak can
+	 * set a new one: the common case costs one compare. */
+	if (unlikely(l > c->peak_leased)) {
+		l -= __atomic_load_n(&c->remote_in_bytes, __ATOMIC_RELAXED);
+		if (l > c->peak_leased)
+			SCRATCH__STORE(&c->peak_leased, l);
+	}
 	scratch__seq_end(&c->seq);
 }
 
@@ -252,11 +258,11 @@ static bool setup(void)
 		return false;
 	g.cls_base = class_index(g.conf.min_size);
 	top = class_index(g.conf.max_size);
-	if (top - g.cls_base + 1 > NBINS)
-		top = g.cls_base + NBINS - 1;
+	if (top >= NBINS)
+		top = NBINS - 1;
 	g.nbins = top - g.cls_base + 1;
-	for (unsigned i = 0; i < g.nbins; i++)
-		g.cls_size[i] = class_capacity(g.cls_base + i);
+	for (unsigned i = g.cls_base; i <= top; i++)
+		g.cls_size[i] = class_capacity(i);
 	if (!reserve_region(g.conf.reserve))
 		return false;
 	/* Blocks below 2 MiB get a quarter of the space, large ones the rest. */
@@ -268,7 +274,7 @@ static bool setup(void)
 	if (g.conf.thp)
 		scratch__os_hugepage((void *)g.large_cur, g.large_end - g.large_cur);
 	pages = g.size >> PAGE_SHIFT;
-	g.maxblk = (uint32_t)(g.size / g.cls_size[0] < UINT32_MAX - 1 ? g.size / g.cls_size[0]
+	g.maxblk = (uint32_t)(g.size / g.cls_size[g.cls_base] < UINT32_MAX - 1 ? g.size / g.cls_size[g.cls_base]
 								       : UINT32_MAX - 1);
 	g.starttab = scratch__os_map(pages * sizeof(uint32_t));
 	g.blk = scratch__os_map(((uint64_t)g.maxblk + 1) * sizeof(struct blk));
@@ -416,7 +422,7 @@ static uint64_t depot_trim(void)
 {
 	uint64_t total = 0;
 
-	for (unsigned bin = 0; bin < g.nbins; bin++) {
+	for (unsigned bin = g.cls_base; bin < g.cls_base + g.nbins; bin++) {
 		uint32_t id;
 
 		while ((id = depot_take(bin)) != 0) {
@@ -446,7 +452,7 @@ static void tc_flush_locked(struct tcache *tc)
 {
 	uint64_t moved = 0;
 
-	for (unsigned bin = 0; bin < g.nbins; bin++) {
+	for (unsigned bin = g.cls_base; bin < g.cls_base + g.nbins; bin++) {
 		struct bin *b = &tc->bins[bin];
 
 		while (b->head != 0) {
@@ -585,6 +591,7 @@ SCRATCH_COLD static struct tcache *tc_attach(void)
 	}
 	memset(tc, 0, sizeof(*tc));
 	tc->index = (uint32_t)(tc - g.tcs);
+	tc->tag = tc->index + 1;
 	tc->state = TC_LIVE;
 	tc->tid = tid;
 	tc->trim_seen = __atomic_load_n(&g.trim_epoch, __ATOMIC_RELAXED);
@@ -639,9 +646,11 @@ static inline struct tcache *tc_get(void)
 /* Acquire and release                                                     */
 /* ---------------------------------------------------------------------- */
 
+/* Bins, the depot and the class table are indexed by the global class
+ * index, so the fast path needs no offset. */
 static inline unsigned size_bin(uint64_t size)
 {
-	return class_index(size) - g.cls_base;
+	return class_index(size);
 }
 
 /* Lease a block to the orphan path (a thread without a cache). */
@@ -740,7 +749,7 @@ SCRATCH_COLD static void *acquire_slow(uint64_t size, bool *ret_fresh)
 	scratch__seq_end(&tc->c->seq);
 	scratch__trace_growth(tc->tid, cap, bin, scratch__current_owner);
 out_owned:
-	g.blk[id].owner = (uint16_t)(tc->index + 1);
+	g.blk[id].owner = (uint16_t)tc->tag;
 out:
 	if (id == 0) {
 		errno = ENOMEM;
@@ -869,7 +878,7 @@ SCRATCH_COLD static void release_slow(struct tcache *tc, uint32_t id)
 		errno = saved;
 		return;
 	}
-	if (is_tc(tc) && d->owner == tc->index + 1) {
+	if (is_tc(tc) && d->owner == tc->tag) {
 		/* Our own block, but the cache is full: to the depot. */
 		count_release(tc->c, cap);
 		count_retained(tc->c, -(int64_t)cap);
@@ -905,7 +914,7 @@ int scratch_release(void *p)
 	if (id == 0)
 		return -EINVAL;
 	d = &g.blk[id];
-	if (likely(is_tc(tc) && d->owner == tc->index + 1)) {
+	if (likely(is_tc(tc) && d->owner == tc->tag)) {
 		struct bin *b = &tc->bins[d->cls];
 		uint64_t cap = g.cls_size[d->cls];
 
