@@ -131,6 +131,22 @@ report() {
 			return a[(n + 1) / 2] + 0
 		return (a[n / 2] + a[n / 2 + 1]) / 2
 	}
+	# rmedian(t, c1, c2, k): the median over rounds of the figure of c1 divided by
+	# that of c2 in the same round. Runs of one round are close in time, so
+	# their ratio drifts less with the load of the machine than a ratio of medians.
+	function rmedian(t, c1, c2, k,    n1, n2, a1, a2, i, r) {
+		n1 = split(vals[t, c1, k], a1, " ")
+		n2 = split(vals[t, c2, k], a2, " ")
+		if (n1 > n2)
+			n1 = n2
+		if (n1 == 0)
+			return ""
+		r = ""
+		for (i = 1; i <= n1; i++)
+			r = r (i > 1 ? " " : "") a1[i] / a2[i]
+		vals[t, c1 "/" c2, k] = r
+		return median(t, c1 "/" c2, k)
+	}
 	function verdict(ok) {
 		return ok ? "ok" : "MISS"
 	}
@@ -153,7 +169,7 @@ report() {
 		vals[$1, $2, $3] = ((($1, $2, $3) in vals) ? vals[$1, $2, $3] " " : "") $4
 		vals[$1, $2, "seen"] = 1
 	}
-	function decode_table(t,    cfgs, names, n, i, c, tps, fl, tj, rss, frss, fs, fa, shim, f) {
+	function decode_table(t,    cfgs, names, n, i, c, tps, fl, tj, rss, frss, fs, fa, shim, f, xf, xt) {
 		n = split("floor glibc jemalloc jemalloc-tuned tcmalloc mimalloc shim-glibc shim-jemalloc", cfgs, " ")
 		split("floor (prealloc)|glibc|jemalloc|jemalloc tuned|tcmalloc|mimalloc|shim on glibc|shim on jemalloc", names, "|")
 		fl = median(t, "floor", "tokens_per_s")
@@ -174,15 +190,17 @@ report() {
 			fa = median(t, c, "faults_per_token")
 			rss = median(t, c, "peak_rss_kib")
 			shim = c ~ /^shim/
+			xf = fl == "" ? "" : rmedian(t, c, "floor", "tokens_per_s")
+			xt = tj == "" ? "" : rmedian(t, c, "jemalloc-tuned", "tokens_per_s")
 			printf f, names[i], sprintf("%.2f", tps),
-				fl == "" ? "-" : sprintf("%.2fx", tps / fl), shim && fl != "" ? verdict(tps >= fl) : "",
-				tj == "" ? "-" : sprintf("%.2fx", tps / tj),
+				xf == "" ? "-" : sprintf("%.2fx", xf), shim && xf != "" ? verdict(xf >= 1) : "",
+				xt == "" ? "-" : sprintf("%.2fx", xt),
 				sprintf("%.2f", fs), shim ? verdict(fs < 0.05) : "",
 				sprintf("%.1f", fa), sprintf("%.1f", rss / 1024),
 				frss == "" ? "-" : sprintf("%.2fx", rss / frss), shim && frss != "" ? verdict(rss <= 1.25 * frss) : ""
 		}
 	}
-	function stats_table(t,    on, off) {
+	function stats_table(t,    on, off, x) {
 		if ((st = status(t, "shim-glibc")) != "" || (st = status(t, "shim-glibc-nostats")) != "") {
 			printf "  shim on glibc: %s\n", st
 			return
@@ -192,9 +210,10 @@ report() {
 		printf "  %-46s %10s\n", "shim on glibc, decode loop", "tokens/s"
 		printf "  %-46s %10.2f\n", "stats and trace off (stats:false,trace:false)", off
 		printf "  %-46s %10.2f\n", "stats and trace on (the default)", on
-		printf "  %-46s %9.2f%%   target <= 2%%: %s\n", "overhead = 1 - on/off", (1 - on / off) * 100, verdict(1 - on / off <= 0.02)
+		x = rmedian(t, "shim-glibc", "shim-glibc-nostats", "tokens_per_s")
+		printf "  %-46s %9.2f%%   target <= 2%%: %s\n", "overhead = 1 - on/off", (1 - x) * 100, verdict(1 - x <= 0.02)
 	}
-	function small_table(t,    i, names, bs, ss, a, x, aw, xw) {
+	function small_table(t,    i, names, bs, ss, a, x, aw, xw, r) {
 		printf "  %-10s %14s %14s %10s %-14s %12s %12s\n", "", "alone", "under shim", "", "", "alone", "under shim"
 		printf "  %-10s %14s %14s %10s %-14s %12s %12s\n", "backend", "CPU ns/pair", "CPU ns/pair", "overhead", " (<= 5%)", "Mpairs/s", "Mpairs/s"
 		split("glibc|jemalloc", names, "|")
@@ -213,7 +232,8 @@ report() {
 			}
 			x = median(t, ss[i], "cpu_ns_per_pair")
 			xw = median(t, ss[i], "mpairs_per_s")
-			printf "  %-10s %14.2f %14.2f %9.2f%% %-14s %12.2f %12.2f\n", names[i], a, x, (x / a - 1) * 100, " " verdict(x / a - 1 <= 0.05), aw, xw
+			r = rmedian(t, ss[i], bs[i], "cpu_ns_per_pair")
+			printf "  %-10s %14.2f %14.2f %9.2f%% %-14s %12.2f %12.2f\n", names[i], a, x, (r - 1) * 100, " " verdict(r - 1 <= 0.05), aw, xw
 		}
 	}
 	function pair_table(t,    n, i, c, cfgs, names, ns, ir, shim) {
@@ -292,7 +312,8 @@ cat <<EOF
    the steady state after them; peak RSS is VmHWM. The floor preallocates and pre-faults every
    buffer before its timer. Targets (for the shim rows): >= 1.00x the floor's tokens/s, 0 faults
    per token in steady state, peak RSS <= 1.25x the floor's. Medians of $frounds interleaved rounds
-   for the floor and the shims, of $rounds for the other allocators.
+   for the floor and the shims, of $rounds for the other allocators; ratios are medians of the
+   per-round ratios.
 
  a) workers allocate their own temporaries:
 EOF
