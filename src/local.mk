@@ -6,7 +6,7 @@ libscratch_la_SOURCES = \
 	src/scratch.h src/internal.h \
 	src/os.c src/conf.c src/pool.c \
 	src/segment.h src/segment.c src/trace.c \
-	src/workers.h src/workers.c src/arena.c
+	src/workers.h src/workers.c src/arena.c src/workspace.c
 libscratch_la_CFLAGS = $(AM_CFLAGS) $(VISIBILITY_CFLAGS) $(UNWIND_CFLAGS) -ftls-model=initial-exec
 libscratch_la_LIBADD = $(UNWIND_LIBS) $(PTHREAD_LIBS)
 libscratch_la_LDFLAGS = -version-info $(SCRATCH_LT_VERSION) -no-undefined \

@@ -342,6 +342,135 @@ SCRATCH_API int scratch_matvec(scratch_workers_t *w, const float *a, const float
 SCRATCH_API int scratch_matvec2(scratch_workers_t *w, const float *a, const float *x0,
                                 const float *x1, float *y0, float *y1, size_t rows, size_t cols);
 
+/* ---------------------------------------------------------------------- */
+/* Workspace (workspace.c)                                                */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * An owner of the buffers a GEMM-like parallel call needs, kept between
+ * calls. A call leases a team (an exclusive team set) for its number of
+ * members; the team holds, per member, an A block, a tile and a scatter
+ * slot, plus one shared panel, the scatter vector (every member's scatter
+ * slot) and a barrier for the members. Concurrent calls get different
+ * teams; a released team keeps its buffers for the next call. The barrier
+ * and scatter vector are rebuilt only when a team is leased with a
+ * different number of members than before.
+ *
+ * A member's slots are acquired from the pool of the thread that asks for
+ * them, so the thread that writes a buffer touches it first. A lease made
+ * on a thread already inside a call on the same workspace (holding a
+ * lease, or running a member of scratch_workspace_execute) gets a fresh
+ * call-local team: its buffers are not counted, not traced and are freed
+ * on release.
+ *
+ * retained, leased and panel bytes (stats and the stats segment's owner
+ * table) are exact whenever no workspace call is in flight, also after a
+ * call that failed halfway. A traced workspace records every growth of a
+ * slot or panel as (thread, bytes); scratch_workspace_growths() hands the
+ * records over (growths that came from fresh pool pages also go to the
+ * stats segment's trace ring, naming the workspace).
+ */
+typedef struct scratch_workspace scratch_workspace_t;
+typedef struct scratch_team scratch_team_t;
+
+enum scratch_slot {
+	SCRATCH_SLOT_A = 0,       /* a member's packed block of A */
+	SCRATCH_SLOT_TILE = 1,    /* a member's output tile */
+	SCRATCH_SLOT_SCATTER = 2, /* a member's scatter scratch (in the scatter vector) */
+	SCRATCH_SLOT_KINDS = 3
+};
+
+/* scratch_workspace_new() flag: keep growth records. */
+#define SCRATCH_WORKSPACE_TRACED 0x1u
+
+struct scratch_workspace_stats {
+	uint64_t retained;     /* bytes of pool blocks held, leased or idle */
+	uint64_t leased;       /* of those, in teams leased right now */
+	uint64_t panel_bytes;  /* of those, panels */
+	uint64_t teams;        /* team sets kept */
+	uint64_t leases;       /* leases served from kept teams */
+	uint64_t local_leases; /* re-entrant leases served call-local */
+	uint64_t rebuilds;     /* barrier and scatter vector rebuilds (shape changes) */
+	uint64_t growths;      /* slot and panel growths */
+	uint64_t lost;         /* growth records dropped while the buffer was full */
+};
+
+/* One growth of a traced workspace: which thread acquired how many bytes. */
+struct scratch_growth {
+	uint64_t tid;
+	uint64_t bytes;
+};
+
+/* One member's part of scratch_workspace_execute(). */
+typedef void (*scratch_team_fn)(void *ctx, scratch_team_t *team, unsigned member, unsigned members);
+
+/* A workspace named name in the stats segment (NULL: "workspace"); flags 0
+ * or SCRATCH_WORKSPACE_TRACED. NULL with errno EINVAL or ENOMEM. */
+SCRATCH_API scratch_workspace_t *scratch_workspace_new(const char *name, unsigned flags);
+
+/* Free every buffer and the workspace. Returns 0, or -EBUSY (nothing done)
+ * while a team is leased. NULL gives 0. */
+SCRATCH_API int scratch_workspace_destroy(scratch_workspace_t *ws);
+
+/*
+ * Lease a team for members members (1..SCRATCH_WORKERS_MAX), exclusive
+ * until scratch_team_release(), which the same thread must call. NULL with
+ * errno EINVAL or ENOMEM.
+ */
+SCRATCH_API scratch_team_t *scratch_workspace_lease(scratch_workspace_t *ws, unsigned members);
+
+/* Give the team back (its buffers stay with the workspace, or are freed if
+ * it was call-local). Returns 0, -EINVAL, or -EPERM from another thread. */
+SCRATCH_API int scratch_team_release(scratch_team_t *team);
+
+/* The number of members the team was leased for (0 for NULL). */
+SCRATCH_API unsigned scratch_team_members(const scratch_team_t *team);
+
+/*
+ * member's buffer of the given kind, at least bytes long, grown from the
+ * calling thread's pool when too small (the old contents are not kept).
+ * Each member's slots must be used by one thread at a time. NULL with
+ * errno EINVAL (bad member or kind), ERANGE (above the pool's max_size) or
+ * ENOMEM; the old buffer is then kept and the accounting unchanged.
+ */
+SCRATCH_API void *scratch_team_slot(scratch_team_t *team, unsigned member, enum scratch_slot kind,
+                                    size_t bytes);
+
+/* The shared panel, at least bytes long, grown as a slot is. Call it from
+ * one member at a time (e.g. before a barrier). */
+SCRATCH_API void *scratch_team_panel(scratch_team_t *team, size_t bytes);
+
+/* The scatter vector: entry m is member m's scatter slot (NULL until it
+ * was grown), for m < members. Read other members' entries after a
+ * barrier. */
+SCRATCH_API void *const *scratch_team_scatter(const scratch_team_t *team);
+
+/* Wait until every member arrived; true on exactly one of them. */
+SCRATCH_API bool scratch_team_barrier(scratch_team_t *team);
+
+/*
+ * Lease a team shaped for the call, run fn(ctx, team, member, members) on
+ * every participant of scratch_workers_run(w, ...) (w NULL: serially) and
+ * release the team. members is what the pool really gives the call (1 when
+ * it runs serially), so barriers never wait for a member that does not
+ * come. Returns 0, -EINVAL, or -ENOMEM when no team could be leased (fn
+ * was then not called).
+ */
+SCRATCH_API int scratch_workspace_execute(scratch_workspace_t *ws, scratch_workers_t *w,
+                                          scratch_team_fn fn, void *ctx);
+
+/* Free the buffers of teams not leased right now; leased teams keep
+ * theirs. Returns the bytes given back to the pools. */
+SCRATCH_API size_t scratch_workspace_trim(scratch_workspace_t *ws);
+
+/* The workspace's counters. Returns 0, or -EINVAL. */
+SCRATCH_API int scratch_workspace_stats(scratch_workspace_t *ws,
+                                        struct scratch_workspace_stats *ret_stats);
+
+/* Move up to max growth records, oldest first, into ret; returns how many. */
+SCRATCH_API size_t scratch_workspace_growths(scratch_workspace_t *ws, struct scratch_growth *ret,
+                                             size_t max);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,6 +13,7 @@ static Suite *(*const suites[])(void) = {
 	pool_suite,
 	workers_suite,
 	arena_suite,
+	workspace_suite,
 };
 
 int main(void)

@@ -8,5 +8,6 @@ Suite *conf_suite(void);
 Suite *pool_suite(void);
 Suite *workers_suite(void);
 Suite *arena_suite(void);
+Suite *workspace_suite(void);
 
 #endif
