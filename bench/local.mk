@@ -14,6 +14,13 @@ bench_pair_SOURCES = bench/pair.c
 # (Not *_PROGRAMS: automake would take that for a program primary.)
 BENCH_RUN =
 
+# The pool microbenchmark (issue 2): libscratch itself against glibc and jemalloc.
+noinst_PROGRAMS += bench/pool
+bench_pool_SOURCES = bench/pool.c
+bench_pool_CFLAGS = $(AM_CFLAGS) $(JEMALLOC_CFLAGS)
+bench_pool_LDADD = libscratch.la $(JEMALLOC_LIBS) $(PTHREAD_LIBS)
+BENCH_RUN += bench/pool
+
 EXTRA_DIST += bench/run.sh
 
 bench: all
