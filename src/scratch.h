@@ -112,8 +112,8 @@ SCRATCH_API bool scratch_range(size_t *ret_min, size_t *ret_max);
 /*
  * Return idle memory to the OS: the calling thread's cache, the depot and
  * the caches of exited threads, at once; every other thread empties its own
- * cache at its next pool call. Lent blocks are never touched. Returns the
- * number of bytes released now.
+ * cache at its next scratch_acquire(). Lent blocks are never touched.
+ * Returns the number of bytes released now.
  */
 SCRATCH_API size_t scratch_trim(void);
 
