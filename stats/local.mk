@@ -16,3 +16,20 @@ stats_scratchstat_SOURCES = stats/scratchstat.c stats/symbols.c stats/symbols.h
 stats_scratchstat_CPPFLAGS = $(AM_CPPFLAGS) -DSCRATCH_SBINDIR='"$(sbindir)"'
 stats_scratchstat_CFLAGS = $(AM_CFLAGS) $(CURL_CFLAGS) $(JANSSON_CFLAGS) $(DW_CFLAGS)
 stats_scratchstat_LDADD = libscratch_segread.la $(CURL_LIBS) $(JANSSON_LIBS) $(DW_LIBS)
+
+# The segment reader's fuzz target: a standalone driver that `make check`
+# runs briefly over generated segments (tests/stats_hostile.test), and a
+# libFuzzer build with `make fuzz` when clang can link -fsanitize=fuzzer.
+check_PROGRAMS += stats/fuzz_segment
+stats_fuzz_segment_SOURCES = stats/fuzz_segment.c
+stats_fuzz_segment_LDADD = libscratch_segread.la
+
+FUZZ_CC = clang
+fuzz: stats/fuzz_segment-libfuzzer
+stats/fuzz_segment-libfuzzer: $(srcdir)/stats/fuzz_segment.c $(srcdir)/stats/segread.c \
+		$(srcdir)/stats/segread.h $(srcdir)/src/segment.h
+	$(AM_V_CC)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -DSCRATCH_LIBFUZZER \
+		-I$(top_builddir) -I$(srcdir)/src -I$(srcdir)/stats -o $@ \
+		$(srcdir)/stats/fuzz_segment.c $(srcdir)/stats/segread.c
+CLEANFILES += stats/fuzz_segment-libfuzzer
+.PHONY: fuzz

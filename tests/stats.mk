@@ -4,3 +4,10 @@ check_PROGRAMS += tests/host_stats
 tests_host_stats_SOURCES = tests/stats_host.c
 tests_host_stats_CFLAGS = $(AM_CFLAGS) -g -O1 -fno-omit-frame-pointer
 tests_host_stats_LDADD = libscratch.la $(PTHREAD_LIBS)
+
+check_PROGRAMS += tests/host_stats_tool
+tests_host_stats_tool_SOURCES = tests/stats_tool.c
+
+STATS_TESTS = tests/stats_counters.test
+TESTS += $(STATS_TESTS)
+EXTRA_DIST += $(STATS_TESTS) tests/stats_lib.sh
