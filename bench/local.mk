@@ -32,3 +32,11 @@ bench: all
 	VALGRIND='$(VALGRIND)' \
 	PKG_CONFIG='$(PKG_CONFIG)' \
 	$(SHELL) $(srcdir)/bench/run.sh
+
+# workers bench (issue 5): the worker pool against OpenMP and spawn-per-call.
+noinst_PROGRAMS += bench/workers
+bench_workers_SOURCES = bench/workers.c
+bench_workers_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
+bench_workers_LDFLAGS = $(OPENMP_CFLAGS)
+bench_workers_LDADD = libscratch.la $(PTHREAD_LIBS)
+BENCH_RUN += bench/workers
