@@ -227,7 +227,9 @@ SCRATCH_API int scratch_arena_stats(const scratch_arena_t *a,
  * that thread, as participant 0 of 1. A call made while another thread is
  * dispatching on the same pool does not wait: it also runs serially on its
  * own thread. Neither case can deadlock, and the job in flight is not
- * disturbed. A NULL pool means "serial" everywhere below.
+ * disturbed. A NULL pool means "serial" everywhere below. In the child of
+ * a fork(), a pool created before it runs every call serially (its threads
+ * stayed with the parent), and destroying it there only frees its memory.
  *
  * Unlike the pool functions above, scratch_workers_new() creates threads
  * (pthread_create allocates with malloc): do not call it from inside a

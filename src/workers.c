@@ -69,6 +69,7 @@ struct scratch_workers {
 	/* set at creation, read-only afterwards */
 	unsigned nworkers;
 	int spin;
+	uint32_t generation; /* fork_generation at creation */
 	size_t map_bytes;
 	uint32_t owner;
 	struct scratch__owner_counters *oc; /* segment block, or &priv */
@@ -98,6 +99,22 @@ struct scratch_workers {
 static __thread unsigned tls_job_depth __attribute__((tls_model("initial-exec")));
 /* The pool this thread serves (a worker) or dispatches on right now. */
 static __thread const struct scratch_workers *tls_pool __attribute__((tls_model("initial-exec")));
+
+/* Bumped in the child of every fork. A child has none of its parent's
+ * worker threads, so a pool created before the fork runs serially there
+ * and its destroy only frees memory. */
+static uint32_t fork_generation;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void atfork_child(void)
+{
+	__atomic_fetch_add(&fork_generation, 1, __ATOMIC_RELAXED);
+}
+
+static void atfork_register(void)
+{
+	pthread_atfork(NULL, NULL, atfork_child);
+}
 
 static inline void cpu_relax(void)
 {
@@ -318,6 +335,12 @@ static void *worker_main(void *arg)
 /* Dispatch                                                               */
 /* ---------------------------------------------------------------------- */
 
+/* False in a child process: the workers stayed with the parent. */
+static inline bool alive(const struct scratch_workers *w)
+{
+	return w->generation == __atomic_load_n(&fork_generation, __ATOMIC_RELAXED);
+}
+
 static bool take(struct scratch_workers *w)
 {
 	uint32_t expected = 0;
@@ -351,7 +374,7 @@ static int dispatch(struct scratch_workers *w, struct job *job, scratch__prepare
 	size_t serial_cursor = 0;
 	int rc;
 
-	if (w && w->nworkers > 0 && tls_job_depth == 0 && take(w)) {
+	if (w && w->nworkers > 0 && tls_job_depth == 0 && alive(w) && take(w)) {
 		job->n = w->nworkers + 1;
 		if (prepare && (rc = prepare(prepare_ctx, job->n)) != 0) {
 			give_back(w);
@@ -582,6 +605,8 @@ scratch_workers_t *scratch_workers_new(const struct scratch_workers_opts *opts)
 	w->map_bytes = bytes;
 	w->nworkers = (unsigned)nworkers;
 	w->spin = resolve_spin(opts ? opts->spin : SCRATCH_WORKERS_DEFAULT);
+	pthread_once(&atfork_once, atfork_register);
+	w->generation = __atomic_load_n(&fork_generation, __ATOMIC_RELAXED);
 	/* The mapping is page aligned, so the workers are cache-line aligned. */
 	w->workers = (struct worker *)(void *)(w + 1);
 	(void)scratch__init();
@@ -608,10 +633,12 @@ int scratch_workers_destroy(scratch_workers_t *w)
 		return 0;
 	if (tls_pool == w)
 		return -EBUSY;
-	/* Wait out a dispatch in flight on another thread. */
-	while (!take(w))
-		sched_yield();
-	stop_workers(w, w->nworkers);
+	if (alive(w)) {
+		/* Wait out a dispatch in flight on another thread. */
+		while (!take(w))
+			sched_yield();
+		stop_workers(w, w->nworkers);
+	}
 	if (w->owner)
 		scratch__owner_unregister(w->owner);
 	scratch__os_unmap(w, w->map_bytes);

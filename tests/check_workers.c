@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -414,6 +415,31 @@ START_TEST(test_destroy_while_spinning)
 }
 END_TEST
 
+/* A child of fork has no workers: the pool runs serially there. */
+START_TEST(test_fork_child_runs_serially)
+{
+	scratch_workers_t *w = pool_of(3, 0);
+	int status;
+	pid_t pid;
+
+	run_and_check(w, 3);
+	pid = fork();
+	ck_assert_int_ne(pid, -1);
+	if (pid == 0) {
+		struct tally t = {0};
+		int ok = scratch_workers_run(w, tally_job, &t) == 0 && t.calls == 1 &&
+		         t.n_seen == 1 && t.mask == 1 && scratch_workers_destroy(w) == 0;
+
+		_exit(ok ? 0 : 1);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	run_and_check(w, 3);
+	ck_assert_int_eq(scratch_workers_destroy(w), 0);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------- */
 /* Row spaces                                                             */
 /* ---------------------------------------------------------------------- */
@@ -636,6 +662,7 @@ Suite *workers_suite(void)
 	tcase_add_test(misuse, test_nested_dispatch);
 	tcase_add_test(misuse, test_nested_rows);
 	tcase_add_test(misuse, test_concurrent_dispatch);
+	tcase_add_test(misuse, test_fork_child_runs_serially);
 	suite_add_tcase(s, misuse);
 
 	tcase_set_timeout(rows, 60);
