@@ -1,1 +1,33 @@
-# tests for shim (owned by whoever builds that part).
+# Tests of the preload shim: plain host programs (not linked to libscratch)
+# run with and without each shim by the shim_*.test scripts, a plugin for
+# the dlopen tests, and a helper preloaded after the shim that reports the
+# pool totals at exit. All of them skip (77) under sanitizers.
+SHIM_HOST_CFLAGS = $(AM_CFLAGS) -fno-builtin
+check_PROGRAMS += tests/host_semantics tests/host_robust tests/host_stress tests/host_cxx
+
+tests_host_semantics_SOURCES = tests/host_semantics.c
+tests_host_semantics_CFLAGS = $(SHIM_HOST_CFLAGS)
+tests_host_robust_SOURCES = tests/host_robust.c tests/host_common.h tests/shimplug.h
+tests_host_robust_CFLAGS = $(SHIM_HOST_CFLAGS)
+tests_host_robust_LDADD = $(PTHREAD_LIBS)
+tests_host_stress_SOURCES = tests/host_stress.c tests/host_common.h
+tests_host_stress_CFLAGS = $(SHIM_HOST_CFLAGS)
+tests_host_stress_LDADD = $(PTHREAD_LIBS)
+tests_host_cxx_SOURCES = tests/host_cxx.cc
+tests_host_cxx_CXXFLAGS = $(AM_CXXFLAGS) -fno-builtin
+tests_host_cxx_LDADD = $(PTHREAD_LIBS)
+
+# -rpath makes libtool build them shared; they are never installed.
+check_LTLIBRARIES += tests/libshimplug.la tests/libshimcheck.la
+tests_libshimplug_la_SOURCES = tests/shimplug.c tests/shimplug.h tests/host_common.h
+tests_libshimplug_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+tests_libshimcheck_la_SOURCES = tests/shimcheck.c
+tests_libshimcheck_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+tests_libshimcheck_la_LIBADD = libscratch.la
+
+SHIM_TESTS = tests/shim_semantics.test tests/shim_robust.test tests/shim_stress.test \
+	tests/shim_cxx.test tests/shim_conf.test tests/shim_torch.test tests/shim_python.test \
+	tests/shim_sort.test tests/shim_gcc.test tests/shim_git.test
+TESTS += $(SHIM_TESTS)
+EXTRA_DIST += $(SHIM_TESTS) tests/shim_common.sh tests/shim_torch.py tests/shim_threads.py \
+	tests/shim_subprocess.py
