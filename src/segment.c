@@ -384,14 +384,15 @@ struct scratch__proc_counters *scratch__segment_proc(void)
 /* Give the child its own copy at the same address: a new file when the run
  * directory takes one, else an anonymous memfd (invisible to scratchd, but
  * the child no longer writes into its parent's counters). */
-static bool fork_remap(const struct scratch_seg_header *h)
+/* tmp: PATH_MAX bytes; the file stays under that name (or "" for a memfd)
+ * until the caller publishes it. */
+static bool fork_remap(const struct scratch_seg_header *h, char *tmp)
 {
-	char tmp[PATH_MAX];
 	const uint8_t *src = (const uint8_t *)seg.hdr;
 	size_t done = 0;
 	int fd;
 
-	seg_names(seg.dir, getpid(), scratch__os_realtime_ns(), seg.path, tmp, sizeof(tmp));
+	seg_names(seg.dir, getpid(), scratch__os_realtime_ns(), seg.path, tmp, PATH_MAX);
 	fd = create_file(tmp, seg.size);
 	if (fd < 0) {
 		seg.path[0] = '\0';
@@ -412,10 +413,6 @@ static bool fork_remap(const struct scratch_seg_header *h)
 	if (scratch__os_map_file(fd, seg.size, true, (void *)h) == NULL)
 		goto out_unlink;
 	close(fd);
-	if (tmp[0] != '\0' && rename(tmp, seg.path) != 0) {
-		unlink(tmp);
-		seg.path[0] = '\0';
-	}
 	return true;
 out_unlink:
 	if (tmp[0] != '\0')
@@ -435,10 +432,11 @@ out_close:
 void scratch__segment_atfork_child(void)
 {
 	struct scratch_seg_header *h = seg.hdr;
+	char tmp[PATH_MAX];
 
 	if (h == NULL)
 		return;
-	if (!fork_remap(h)) {
+	if (!fork_remap(h, tmp)) {
 		/* Without a private copy, writing on would corrupt the parent's
 		 * counters: the pools keep pointers, so detach only the hooks. */
 		seg.hdr = NULL;
@@ -458,6 +456,12 @@ void scratch__segment_atfork_child(void)
 			t->tid = (int32_t)scratch__os_gettid();
 		else if (t->state == SCRATCH_SEG_LIVE || t->state == SCRATCH_SEG_BUSY)
 			t->state = SCRATCH_SEG_EXITED;
+	}
+	/* Published only now, with the child's identity in place: a reader
+	 * copies pid and start time once, when it adopts the file. */
+	if (tmp[0] != '\0' && rename(tmp, seg.path) != 0) {
+		unlink(tmp);
+		seg.path[0] = '\0';
 	}
 }
 

@@ -40,6 +40,16 @@ wait_for() {
   done
 }
 
+# until_true 'SHELL CODE': wait_for, with the code evaluated afresh each time.
+until_true() {
+  i=0
+  while ! eval "$1" >/dev/null 2>&1; do
+    i=$((i + 1))
+    test $i -lt 400 || return 1
+    sleep 0.05
+  done
+}
+
 # q PATH: GET PATH from the daemon (fails on HTTP errors).
 q() {
   curl -sf --unix-socket "$SOCK" "http://localhost$1"
@@ -78,7 +88,7 @@ host_start() {
 host_cmd() {
   before=$(grep -c '^ok' "$T/host.$1")
   echo "$2" >&$((7 + $1))
-  wait_for test "$(grep -c '^ok' "$T/host.$1")" -gt "$before" || fail "host $1 ignored '$2'"
+  wait_for sh -c "test \$(grep -c '^ok' '$T/host.$1') -gt $before" || fail "host $1 ignored '$2'"
 }
 
 # host_stop N PID: tell host N to exit and reap it.
