@@ -383,9 +383,9 @@ struct scratch__proc_counters *scratch__segment_proc(void)
 
 /* Give the child its own copy at the same address: a new file when the run
  * directory takes one, else an anonymous memfd (invisible to scratchd, but
- * the child no longer writes into its parent's counters). */
-/* tmp: PATH_MAX bytes; the file stays under that name (or "" for a memfd)
- * until the caller publishes it. */
+ * the child no longer writes into its parent's counters). tmp (PATH_MAX
+ * bytes) gets the temporary name the caller publishes by rename, or "" for
+ * a memfd. */
 static bool fork_remap(const struct scratch_seg_header *h, char *tmp)
 {
 	const uint8_t *src = (const uint8_t *)seg.hdr;
