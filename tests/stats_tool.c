@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -180,7 +181,8 @@ static int corrupt(const char *in, const char *out, const char *mode)
 static int raw(const char *path, const char *text)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	char msg[4096], resp[4096];
+	static char msg[1 << 17];
+	char resp[4096];
 	size_t n = 0;
 	ssize_t got;
 	int fd;
@@ -201,7 +203,10 @@ static int raw(const char *path, const char *text)
 	}
 	if (write(fd, msg, n) != (ssize_t)n)
 		return 1;
-	shutdown(fd, SHUT_WR);
+	/* No half-close: a server may drop a connection whose peer stopped
+	 * writing before it answers. */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){.tv_sec = 10},
+	           sizeof(struct timeval));
 	got = read(fd, resp, sizeof(resp) - 1);
 	close(fd);
 	if (got <= 0) {
