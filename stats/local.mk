@@ -33,3 +33,19 @@ stats/fuzz_segment-libfuzzer: $(srcdir)/stats/fuzz_segment.c $(srcdir)/stats/seg
 		$(srcdir)/stats/fuzz_segment.c $(srcdir)/stats/segread.c
 CLEANFILES += stats/fuzz_segment-libfuzzer
 .PHONY: fuzz
+
+# make demo: the README's first command ends here (stats/demo.sh).
+EXTRA_DIST += stats/demo.sh
+demo: all
+	@if test "x$(SANITIZER)" != xnone; then \
+	  echo "make demo: this build uses --enable-sanitizers=$(SANITIZER), which interposes malloc itself; run the demo from a plain build" >&2; \
+	  exit 1; fi; \
+	SCRATCH_TOP_BUILDDIR='$(abs_top_builddir)' $(SHELL) $(srcdir)/stats/demo.sh
+
+# systemd user units: socket activation on $XDG_RUNTIME_DIR/scratch/scratchd.sock.
+systemduserunitdir = $(prefix)/lib/systemd/user
+systemduserunit_DATA = stats/scratchd.service stats/scratchd.socket
+EXTRA_DIST += stats/scratchd.service.in stats/scratchd.socket
+CLEANFILES += stats/scratchd.service
+stats/scratchd.service: $(srcdir)/stats/scratchd.service.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) stats && sed -e 's|@sbindir[@]|$(sbindir)|g' $(srcdir)/stats/scratchd.service.in >$@
