@@ -709,10 +709,11 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url)
 	}
 	if (strcmp(url, "/v1") == 0 || strcmp(url, "/v1/") == 0)
 		return reply_json(c, MHD_HTTP_OK,
-		                  json_pack("{s:i,s:s,s:s,s:I,s:I}", "protocol", STATS_PROTOCOL,
-		                            "version", PACKAGE_VERSION, "run_dir", sd.run_dir,
-		                            "interval_ms", (json_int_t)sd.interval_ms,
-		                            "retention_s", (json_int_t)sd.retention_s));
+		                  json_pack("{s:i,s:s,s:i,s:s,s:I,s:I}", "protocol", STATS_PROTOCOL,
+		                            "version", PACKAGE_VERSION, "pid", (int)getpid(),
+		                            "run_dir", sd.run_dir, "interval_ms",
+		                            (json_int_t)sd.interval_ms, "retention_s",
+		                            (json_int_t)sd.retention_s));
 	if (strcmp(url, "/v1/processes") == 0)
 		return reply_json(c, MHD_HTTP_OK, processes_json());
 	if (strncmp(url, "/v1/processes/", 14) != 0)
