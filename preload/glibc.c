@@ -5,7 +5,7 @@
  * __libc_* names it exports for exactly this purpose. They are bound at link
  * time, so nothing is looked up while malloc runs, and a host that links
  * jemalloc (whose malloc would answer dlsym(RTLD_NEXT, "malloc")) still gets
- * glibc here.
+ * glibc here. The malloc family itself is override.c, included at the end.
  */
 #include "config.h"
 
@@ -24,36 +24,34 @@ extern void __libc_free(void *p);
 extern void *__libc_memalign(size_t alignment, size_t size);
 extern void *__libc_pvalloc(size_t size);
 
-const char scratch__backend_name[] = "glibc";
-
-void *scratch__backend_malloc(size_t size)
+static inline void *backend_malloc(size_t size)
 {
 	return __libc_malloc(size);
 }
 
-void *scratch__backend_calloc(size_t count, size_t size)
+static inline void *backend_calloc(size_t count, size_t size)
 {
 	return __libc_calloc(count, size);
 }
 
-void *scratch__backend_realloc(void *p, size_t size)
+static inline void *backend_realloc(void *p, size_t size)
 {
 	return __libc_realloc(p, size);
 }
 
 /* glibc >= 2.33 keeps errno across free (munmap or madvise may fail), which
- * is the contract; configure is not asked to support older ones. */
-void scratch__backend_free(void *p)
+ * is the contract; older ones are not supported. */
+static inline void backend_free(void *p)
 {
 	__libc_free(p);
 }
 
-void *scratch__backend_memalign(size_t alignment, size_t size)
+static inline void *backend_memalign(size_t alignment, size_t size)
 {
 	return __libc_memalign(alignment, size);
 }
 
-void *scratch__backend_pvalloc(size_t size)
+static inline void *backend_pvalloc(size_t size)
 {
 	return __libc_pvalloc(size);
 }
@@ -88,7 +86,7 @@ static usable_fn glibc_usable_size(void)
 	return f;
 }
 
-size_t scratch__backend_usable_size(void *p)
+static inline size_t backend_usable_size(void *p)
 {
 	usable_fn f = glibc_usable_size();
 
@@ -101,3 +99,5 @@ __attribute__((constructor)) static void glibc_backend_init(void)
 {
 	(void)glibc_usable_size();
 }
+
+#include "override.c"

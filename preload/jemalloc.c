@@ -2,15 +2,17 @@
  * jemalloc.c - the jemalloc backend of the preload shim
  * (libscratch-preload-jemalloc.so).
  *
- * Requests the pools do not take go to jemalloc's non-standard API
- * (mallocx, rallocx, dallocx, sallocx): those names are jemalloc's alone, so
- * they reach jemalloc even though the shim owns malloc and free in the
- * process. jemalloc's own semantics differ from glibc's at the edges (size 0
- * is undefined for mallocx, errno is not set, aligned_alloc wants a power of
- * two); this file gives them glibc's, as backend.h promises.
+ * Requests the pools do not take go to jemalloc. Its non-standard API
+ * (mallocx, rallocx, dallocx, sallocx) is jemalloc's alone, so those names
+ * reach jemalloc even though the shim owns malloc and free in the process.
+ * jemalloc's semantics differ from glibc's at the edges (size 0 is
+ * undefined for mallocx, errno is not set, 8-byte alignment for tiny
+ * sizes); this file gives them glibc's, as backend.h promises. The malloc
+ * family itself is override.c, included at the end.
  */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <jemalloc/jemalloc.h>
 #include <stdint.h>
@@ -18,13 +20,55 @@
 
 #include "backend.h"
 
-const char scratch__backend_name[] = "jemalloc";
-
 /* glibc's smallest alignment: malloc(1) is 16-byte aligned there, while
  * jemalloc's 8-byte class is only 8-byte aligned. */
 #define GLIBC_MALLOC_ALIGNMENT 16
+#define TINY_FLAGS             MALLOCX_ALIGN(GLIBC_MALLOC_ALIGNMENT)
 
-static void *fail_nomem(void)
+/*
+ * jemalloc's malloc and free have a fast path that mallocx and dallocx lack
+ * (jemalloc 5.3: mallocx+dallocx cost 180 instructions a pair, malloc+free
+ * 70), which alone would cost small allocations far more than the shim's
+ * 5% budget. They are jemalloc's exported malloc and free, which the shim
+ * hides under its own, so they are taken from libjemalloc's handle (whose
+ * scope is libjemalloc and libc, never the shim), once, from the
+ * constructor, outside any allocation, and only if they are defined by the
+ * object that defines mallocx. Until then, and if the lookup fails,
+ * mallocx and dallocx serve: both pairs are the same allocator.
+ */
+typedef void *(*malloc_fn)(size_t);
+typedef void (*free_fn)(void *);
+static malloc_fn je_malloc;
+static free_fn je_free;
+
+/* The base address of the object that defines f, or NULL. */
+static void *object_of(const void *f)
+{
+	Dl_info info;
+
+	return dladdr(f, &info) ? info.dli_fbase : NULL;
+}
+
+__attribute__((constructor)) static void jemalloc_backend_init(void)
+{
+	int saved = errno;
+	void *h = dlopen("libjemalloc.so.2", RTLD_LAZY | RTLD_NOLOAD);
+
+	if (h) {
+		malloc_fn m = (malloc_fn)(uintptr_t)dlsym(h, "malloc");
+		free_fn f = (free_fn)(uintptr_t)dlsym(h, "free");
+		void *je = object_of((const void *)(uintptr_t)mallocx);
+		if (m && f && je && object_of((const void *)(uintptr_t)m) == je &&
+		    object_of((const void *)(uintptr_t)f) == je) {
+			__atomic_store_n(&je_free, f, __ATOMIC_RELEASE);
+			__atomic_store_n(&je_malloc, m, __ATOMIC_RELEASE);
+		}
+		dlclose(h);
+	}
+	errno = saved;
+}
+
+SCRATCH_COLD static void *fail_nomem(void)
 {
 	errno = ENOMEM;
 	return NULL;
@@ -38,43 +82,45 @@ static void *alloc(size_t size, int flags)
 	return likely(p) ? p : fail_nomem();
 }
 
-void *scratch__backend_malloc(size_t size)
+static inline void *backend_malloc(size_t size)
 {
-	/* Requests below 16 bytes would get jemalloc's 8-byte class. */
-	return alloc(size,
-	             size < GLIBC_MALLOC_ALIGNMENT ? MALLOCX_ALIGN(GLIBC_MALLOC_ALIGNMENT) : 0);
+	malloc_fn m = __atomic_load_n(&je_malloc, __ATOMIC_ACQUIRE);
+
+	if (likely(m != NULL && size >= GLIBC_MALLOC_ALIGNMENT))
+		return m(size); /* sets ENOMEM itself */
+	return alloc(size, size < GLIBC_MALLOC_ALIGNMENT ? TINY_FLAGS : 0);
 }
 
-void *scratch__backend_calloc(size_t count, size_t size)
+static inline void *backend_calloc(size_t count, size_t size)
 {
 	size_t total;
 
 	if (__builtin_mul_overflow(count, size, &total))
 		return fail_nomem();
-	int flags = MALLOCX_ZERO;
-	if (total < GLIBC_MALLOC_ALIGNMENT)
-		flags |= MALLOCX_ALIGN(GLIBC_MALLOC_ALIGNMENT);
-	return alloc(total, flags);
+	return alloc(total, MALLOCX_ZERO | (total < GLIBC_MALLOC_ALIGNMENT ? TINY_FLAGS : 0));
 }
 
-void *scratch__backend_realloc(void *p, size_t size)
+static inline void *backend_realloc(void *p, size_t size)
 {
-	void *q = rallocx(
-	        p, size, size < GLIBC_MALLOC_ALIGNMENT ? MALLOCX_ALIGN(GLIBC_MALLOC_ALIGNMENT) : 0);
+	void *q = rallocx(p, size, size < GLIBC_MALLOC_ALIGNMENT ? TINY_FLAGS : 0);
 
 	return likely(q) ? q : fail_nomem();
 }
 
-/* jemalloc may purge (madvise) inside dallocx; free must not change errno. */
-void scratch__backend_free(void *p)
+/* jemalloc may purge (madvise) inside free; free must not change errno. */
+static inline void backend_free(void *p)
 {
+	free_fn f = __atomic_load_n(&je_free, __ATOMIC_ACQUIRE);
 	int saved = errno;
 
-	dallocx(p, 0);
+	if (likely(f != NULL))
+		f(p);
+	else
+		dallocx(p, 0);
 	errno = saved;
 }
 
-void *scratch__backend_memalign(size_t alignment, size_t size)
+static inline void *backend_memalign(size_t alignment, size_t size)
 {
 	if (alignment > SIZE_MAX / 2 + 1) {
 		errno = EINVAL;
@@ -88,7 +134,7 @@ void *scratch__backend_memalign(size_t alignment, size_t size)
 	return alloc(size, MALLOCX_ALIGN(alignment));
 }
 
-void *scratch__backend_pvalloc(size_t size)
+static inline void *backend_pvalloc(size_t size)
 {
 	size_t page = getauxval(AT_PAGESZ);
 	size_t rounded;
@@ -99,7 +145,9 @@ void *scratch__backend_pvalloc(size_t size)
 	return alloc(rounded ? rounded : page, MALLOCX_ALIGN(page));
 }
 
-size_t scratch__backend_usable_size(void *p)
+static inline size_t backend_usable_size(void *p)
 {
 	return sallocx(p, 0);
 }
+
+#include "override.c"

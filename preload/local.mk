@@ -1,7 +1,8 @@
 # preload/: the LD_PRELOAD shim, one shared object per backend. Both are
 # libtool modules over the one libscratch.so, so a host that links
-# libscratch itself shares the same pools. override.c is the malloc family;
-# glibc.c and jemalloc.c are the backend glue (backend.h).
+# libscratch itself shares the same pools. Each is one glue file (glibc.c,
+# jemalloc.c: the backend, backend.h) that includes override.c, the malloc
+# family, so the backend calls inline.
 lib_LTLIBRARIES += preload/libscratch-preload.la preload/libscratch-preload-jemalloc.la
 
 # The shim defines malloc: the compiler must not turn its own code into
@@ -10,16 +11,15 @@ PRELOAD_CFLAGS = $(AM_CFLAGS) $(VISIBILITY_CFLAGS) -ftls-model=initial-exec \
 	-fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc -fno-builtin-free
 PRELOAD_LDFLAGS = -module -avoid-version -shared -no-undefined -Wl,-z,nodelete \
 	-Wl,--version-script=$(srcdir)/preload/preload.map
-EXTRA_DIST += preload/preload.map
+EXTRA_DIST += preload/preload.map preload/override.c
 
-preload_libscratch_preload_la_SOURCES = preload/override.c preload/backend.h preload/glibc.c
+preload_libscratch_preload_la_SOURCES = preload/glibc.c preload/backend.h
 preload_libscratch_preload_la_CFLAGS = $(PRELOAD_CFLAGS)
 preload_libscratch_preload_la_LDFLAGS = $(PRELOAD_LDFLAGS)
 preload_libscratch_preload_la_LIBADD = libscratch.la
 EXTRA_preload_libscratch_preload_la_DEPENDENCIES = $(srcdir)/preload/preload.map
 
-preload_libscratch_preload_jemalloc_la_SOURCES = preload/override.c preload/backend.h \
-	preload/jemalloc.c
+preload_libscratch_preload_jemalloc_la_SOURCES = preload/jemalloc.c preload/backend.h
 preload_libscratch_preload_jemalloc_la_CFLAGS = $(PRELOAD_CFLAGS) $(JEMALLOC_CFLAGS)
 preload_libscratch_preload_jemalloc_la_LDFLAGS = $(PRELOAD_LDFLAGS)
 preload_libscratch_preload_jemalloc_la_LIBADD = libscratch.la $(JEMALLOC_LIBS)

@@ -1,6 +1,9 @@
 /*
  * override.c - the malloc family of the preload shim, over the pools.
  *
+ * Not compiled on its own: each backend's glue file (glibc.c, jemalloc.c)
+ * defines the backend_* functions of backend.h and includes this file.
+ *
  * A thin forwarding layer, the same for both backends: requests whose size
  * falls in the pools' range [min_size, max_size] go to the calling thread's
  * pool (scratch_acquire and friends), everything else to the backend of the
@@ -22,8 +25,6 @@
  * Pass-through calls are counted in an initial-exec thread-local (its first
  * access never allocates) and handed to the library in batches.
  */
-#include "config.h"
-
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
@@ -145,13 +146,13 @@ static inline void passthrough(void)
 static void *pass_malloc(size_t n)
 {
 	passthrough();
-	return scratch__backend_malloc(n);
+	return backend_malloc(n);
 }
 
 static void pass_free(void *p)
 {
 	passthrough();
-	scratch__backend_free(p);
+	backend_free(p);
 }
 
 /* A pooled request, falling back to the backend when the pools are out of
@@ -193,7 +194,7 @@ SCRATCH_COLD static void *pool_calloc(size_t count, size_t size, size_t total)
 {
 	if (!pools_cover(total)) {
 		passthrough();
-		return scratch__backend_calloc(count, size);
+		return backend_calloc(count, size);
 	}
 	int saved = errno;
 	void *p = scratch_acquire_zeroed(total);
@@ -201,7 +202,7 @@ SCRATCH_COLD static void *pool_calloc(size_t count, size_t size, size_t total)
 		return p;
 	errno = saved;
 	passthrough();
-	return scratch__backend_calloc(count, size);
+	return backend_calloc(count, size);
 }
 
 /* glibc's memalign() rounds an alignment up to a power of two. */
@@ -224,7 +225,7 @@ SCRATCH_COLD static void *pool_memalign(size_t alignment, size_t n)
 	errno = saved;
 backend:
 	passthrough();
-	return scratch__backend_memalign(alignment, n);
+	return backend_memalign(alignment, n);
 }
 
 static void *shim_memalign(size_t alignment, size_t n)
@@ -232,7 +233,7 @@ static void *shim_memalign(size_t alignment, size_t n)
 	if (unlikely(in_range(n)))
 		return pool_memalign(alignment, n);
 	passthrough();
-	return scratch__backend_memalign(alignment, n);
+	return backend_memalign(alignment, n);
 }
 
 /* Does a pool block of capacity cap stay put for a realloc to n <= cap?
@@ -267,7 +268,7 @@ static void *realloc_pool_block(void *p, size_t cap, size_t n)
 /* realloc of the backend block p to a pooled size n. */
 SCRATCH_COLD static void *realloc_into_pool(void *p, size_t n)
 {
-	size_t old = pools_cover(n) ? scratch__backend_usable_size(p) : 0;
+	size_t old = pools_cover(n) ? backend_usable_size(p) : 0;
 
 	/* Without the old size the data cannot be moved: the backend keeps it. */
 	if (old) {
@@ -281,7 +282,7 @@ SCRATCH_COLD static void *realloc_into_pool(void *p, size_t n)
 		errno = saved;
 	}
 	passthrough();
-	return scratch__backend_realloc(p, n);
+	return backend_realloc(p, n);
 }
 
 static void *shim_realloc(void *p, size_t n)
@@ -299,7 +300,7 @@ static void *shim_realloc(void *p, size_t n)
 	if (unlikely(in_range(n)))
 		return realloc_into_pool(p, n);
 	passthrough();
-	return scratch__backend_realloc(p, n);
+	return backend_realloc(p, n);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -334,7 +335,7 @@ SHIM_API void *calloc(size_t count, size_t size)
 	if (unlikely(in_range(total)))
 		return pool_calloc(count, size, total);
 	passthrough();
-	return scratch__backend_calloc(count, size);
+	return backend_calloc(count, size);
 }
 
 SHIM_API void *realloc(void *p, size_t size)
@@ -400,7 +401,7 @@ SHIM_API void *pvalloc(size_t size)
 		errno = saved;
 	}
 	passthrough();
-	return scratch__backend_pvalloc(size);
+	return backend_pvalloc(size);
 }
 
 /* A pool block's capacity is real: every byte of it may be written. */
@@ -412,7 +413,7 @@ SHIM_API size_t malloc_usable_size(void *p)
 	if (cap)
 		return cap;
 	passthrough();
-	return scratch__backend_usable_size(p);
+	return backend_usable_size(p);
 }
 
 /* ---------------------------------------------------------------------- */
