@@ -1,2 +1,3 @@
 # Manual pages (mdoc), linted by tests/man.test.
 dist_man_MANS += man/libscratch.3
+dist_man_MANS += man/libscratch-preload.7
