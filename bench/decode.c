@@ -64,6 +64,7 @@ struct decode {
 	unsigned warmup;
 	bool main_alloc;
 	bool prealloc;
+	bool verbose; /* one stderr line per token: time and faults */
 	pthread_barrier_t start;
 	pthread_barrier_t done;
 	struct job job;
@@ -322,6 +323,10 @@ static int parse_args(int argc, char **argv, struct decode *d)
 			d->prealloc = true;
 			continue;
 		}
+		if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
+			d->verbose = true;
+			continue;
+		}
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
 			return 1;
@@ -396,10 +401,16 @@ static int decode_run(struct decode *d)
 	s0 = take_sample();
 	s1 = s0;
 	for (tok = 0; tok < d->tokens; tok++) {
+		struct sample t0 = take_sample(), t1;
+
 		if (tok == d->warmup)
-			s1 = take_sample();
+			s1 = t0;
 		if (!run_token(d, tok, pre_shared, pre_logits))
 			break;
+		t1 = take_sample();
+		if (d->verbose)
+			fprintf(stderr, "decode: token %u: %.2f ms, %ld faults\n", tok,
+			        (t1.t - t0.t) * 1e3, t1.faults - t0.faults);
 	}
 	s2 = take_sample();
 	if (!d->failed)
