@@ -107,17 +107,31 @@ static inline void *backend_realloc(void *p, size_t size)
 	return likely(q) ? q : fail_nomem();
 }
 
+/* This thread's errno, without a call into libc each time: the address is
+ * fixed for the thread's life (and the same in a forked child). */
+static __thread int *errno_ptr __attribute__((tls_model("initial-exec")));
+
+static inline int *errno_location(void)
+{
+	int *e = errno_ptr;
+
+	if (unlikely(e == NULL))
+		errno_ptr = e = &errno;
+	return e;
+}
+
 /* jemalloc may purge (madvise) inside free; free must not change errno. */
 static inline void backend_free(void *p)
 {
 	free_fn f = __atomic_load_n(&je_free, __ATOMIC_ACQUIRE);
-	int saved = errno;
+	int *e = errno_location();
+	int saved = *e;
 
 	if (likely(f != NULL))
 		f(p);
 	else
 		dallocx(p, 0);
-	errno = saved;
+	*e = saved;
 }
 
 static inline void *backend_memalign(size_t alignment, size_t size)

@@ -45,8 +45,8 @@
  * flush is a call into libscratch, a few thousand calls make it noise. */
 #define PASSTHROUGH_BATCH 4096
 
-/* glibc's malloc alignment: a smaller memalign() is a plain malloc(). */
-#define MALLOC_ALIGNMENT 16
+/* Every pool block starts on a page (scratch_acquire's contract). */
+#define POOL_BLOCK_ALIGN 4096
 
 /* Removed from glibc's headers in 2.26, still exported for old binaries. */
 SHIM_API void cfree(void *p);
@@ -117,9 +117,19 @@ static bool pools_cover(size_t n)
 	return in_range(n);
 }
 
+/* Pool blocks are page aligned (scratch.h), small blocks of any backend
+ * almost never are: the library is asked only about pointers that could be
+ * its own, so freeing a small block does not leave the shim. */
+static inline bool maybe_pool_block(const void *p)
+{
+	return ((uintptr_t)p & (POOL_BLOCK_ALIGN - 1)) == 0;
+}
+
 /* Capacity of p when it is a pool block, else 0. */
 static size_t pool_block_size(const void *p)
 {
+	if (!maybe_pool_block(p))
+		return 0;
 	if (unlikely(__atomic_load_n(&mode, __ATOMIC_ACQUIRE) != MODE_POOLS)) {
 		if (!shim_start() || __atomic_load_n(&mode, __ATOMIC_ACQUIRE) != MODE_POOLS)
 			return 0;
@@ -181,7 +191,7 @@ static inline void shim_free(void *p)
 	int m = __atomic_load_n(&mode, __ATOMIC_ACQUIRE);
 
 	if (likely(m == MODE_POOLS)) {
-		if (scratch_release(p) == 0)
+		if (maybe_pool_block(p) && scratch_release(p) == 0)
 			return;
 	} else if (unlikely(m == MODE_UNKNOWN)) {
 		if (pool_block_size(p) && scratch_release(p) == 0)
