@@ -16,9 +16,24 @@
 #ifndef SCRATCH_PRELOAD_BACKEND_H
 #define SCRATCH_PRELOAD_BACKEND_H
 
+#include <errno.h>
 #include <stddef.h>
 
 #include "internal.h"
+
+/* This thread's errno without a call into libc each time (the paths that
+ * must keep errno are hot): its address is fixed for the thread's life, and
+ * the same in a forked child. */
+static __thread int *shim_errno_ptr __attribute__((tls_model("initial-exec")));
+
+static inline int *shim_errno(void)
+{
+	int *e = shim_errno_ptr;
+
+	if (unlikely(e == NULL))
+		shim_errno_ptr = e = &errno;
+	return e;
+}
 
 static inline void *backend_malloc(size_t size);
 static inline void *backend_calloc(size_t count, size_t size);

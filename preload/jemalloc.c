@@ -107,24 +107,11 @@ static inline void *backend_realloc(void *p, size_t size)
 	return likely(q) ? q : fail_nomem();
 }
 
-/* This thread's errno, without a call into libc each time: the address is
- * fixed for the thread's life (and the same in a forked child). */
-static __thread int *errno_ptr __attribute__((tls_model("initial-exec")));
-
-static inline int *errno_location(void)
-{
-	int *e = errno_ptr;
-
-	if (unlikely(e == NULL))
-		errno_ptr = e = &errno;
-	return e;
-}
-
 /* jemalloc may purge (madvise) inside free; free must not change errno. */
 static inline void backend_free(void *p)
 {
 	free_fn f = __atomic_load_n(&je_free, __ATOMIC_ACQUIRE);
-	int *e = errno_location();
+	int *e = shim_errno();
 	int saved = *e;
 
 	if (likely(f != NULL))

@@ -107,14 +107,17 @@ static inline bool in_range(size_t n)
 	return n - LOAD(&pool_lo) <= LOAD(&pool_span);
 }
 
-/* The exact test, for the slow paths: the range is known and covers n. */
-static bool pools_cover(size_t n)
+SCRATCH_COLD static bool pools_start(void)
 {
-	if (unlikely(__atomic_load_n(&mode, __ATOMIC_ACQUIRE) != MODE_POOLS)) {
-		if (!shim_start() || __atomic_load_n(&mode, __ATOMIC_ACQUIRE) != MODE_POOLS)
-			return false;
-	}
-	return in_range(n);
+	return shim_start() && __atomic_load_n(&mode, __ATOMIC_ACQUIRE) == MODE_POOLS;
+}
+
+/* The pools are known to be on. A caller that saw in_range(n) before this
+ * may have read the range before it was published: the library checks the
+ * range again and refuses (ERANGE), and the backend serves the request. */
+static inline bool pools_on(void)
+{
+	return likely(__atomic_load_n(&mode, __ATOMIC_ACQUIRE) == MODE_POOLS) || pools_start();
 }
 
 /* Pool blocks are page aligned (scratch.h), small blocks of any backend
@@ -130,10 +133,8 @@ static size_t pool_block_size(const void *p)
 {
 	if (!maybe_pool_block(p))
 		return 0;
-	if (unlikely(__atomic_load_n(&mode, __ATOMIC_ACQUIRE) != MODE_POOLS)) {
-		if (!shim_start() || __atomic_load_n(&mode, __ATOMIC_ACQUIRE) != MODE_POOLS)
-			return 0;
-	}
+	if (!pools_on())
+		return 0;
 	return scratch_usable_size(p);
 }
 
@@ -166,16 +167,18 @@ static void pass_free(void *p)
 }
 
 /* A pooled request, falling back to the backend when the pools are out of
- * address space (errno as it was unless both fail). */
-SCRATCH_COLD static void *pool_malloc(size_t n)
+ * address space (errno as it was unless both fail). Out of line: the
+ * small-request path stays a compare and a jump. */
+__attribute__((noinline)) static void *pool_malloc(size_t n)
 {
-	if (!pools_cover(n))
+	if (unlikely(!pools_on()))
 		return pass_malloc(n);
-	int saved = errno;
+	int *e = shim_errno();
+	int saved = *e;
 	void *p = scratch_acquire(n);
 	if (likely(p))
 		return p;
-	errno = saved;
+	*e = saved;
 	return pass_malloc(n);
 }
 
@@ -200,17 +203,18 @@ static inline void shim_free(void *p)
 	pass_free(p);
 }
 
-SCRATCH_COLD static void *pool_calloc(size_t count, size_t size, size_t total)
+__attribute__((noinline)) static void *pool_calloc(size_t count, size_t size, size_t total)
 {
-	if (!pools_cover(total)) {
+	if (!pools_on()) {
 		passthrough();
 		return backend_calloc(count, size);
 	}
-	int saved = errno;
+	int *e = shim_errno();
+	int saved = *e;
 	void *p = scratch_acquire_zeroed(total);
 	if (likely(p))
 		return p;
-	errno = saved;
+	*e = saved;
 	passthrough();
 	return backend_calloc(count, size);
 }
@@ -221,9 +225,9 @@ static size_t pow2_ceil(size_t a)
 	return (a & (a - 1)) ? (size_t)1 << (64 - __builtin_clzll((unsigned long long)a)) : a;
 }
 
-SCRATCH_COLD static void *pool_memalign(size_t alignment, size_t n)
+__attribute__((noinline)) static void *pool_memalign(size_t alignment, size_t n)
 {
-	if (!pools_cover(n) || alignment > SIZE_MAX / 2 + 1)
+	if (!pools_on() || alignment > SIZE_MAX / 2 + 1)
 		goto backend;
 	int saved = errno;
 	/* Every pool block is page aligned; larger alignments are free up to
@@ -278,7 +282,7 @@ static void *realloc_pool_block(void *p, size_t cap, size_t n)
 /* realloc of the backend block p to a pooled size n. */
 SCRATCH_COLD static void *realloc_into_pool(void *p, size_t n)
 {
-	size_t old = pools_cover(n) ? backend_usable_size(p) : 0;
+	size_t old = pools_on() ? backend_usable_size(p) : 0;
 
 	/* Without the old size the data cannot be moved: the backend keeps it. */
 	if (old) {
@@ -403,7 +407,7 @@ SHIM_API void *pvalloc(size_t size)
 		return NULL;
 	}
 	rounded &= ~(page - 1);
-	if (unlikely(in_range(rounded)) && pools_cover(rounded)) {
+	if (unlikely(in_range(rounded)) && pools_on()) {
 		int saved = errno;
 		void *p = scratch_acquire(rounded);
 		if (p)

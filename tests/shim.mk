@@ -3,7 +3,8 @@
 # the dlopen tests, and a helper preloaded after the shim that reports the
 # pool totals at exit. All of them skip (77) under sanitizers.
 SHIM_HOST_CFLAGS = $(AM_CFLAGS) -fno-builtin
-check_PROGRAMS += tests/host_semantics tests/host_robust tests/host_stress tests/host_cxx
+check_PROGRAMS += tests/host_semantics tests/host_robust tests/host_stress tests/host_cxx \
+	tests/host_jelinked
 
 tests_host_semantics_SOURCES = tests/host_semantics.c
 tests_host_semantics_CFLAGS = $(SHIM_HOST_CFLAGS)
@@ -13,6 +14,9 @@ tests_host_robust_LDADD = $(PTHREAD_LIBS)
 tests_host_stress_SOURCES = tests/host_stress.c tests/host_common.h
 tests_host_stress_CFLAGS = $(SHIM_HOST_CFLAGS)
 tests_host_stress_LDADD = $(PTHREAD_LIBS)
+tests_host_jelinked_SOURCES = tests/host_jelinked.c tests/host_common.h
+tests_host_jelinked_CFLAGS = $(SHIM_HOST_CFLAGS) $(JEMALLOC_CFLAGS)
+tests_host_jelinked_LDADD = $(JEMALLOC_LIBS)
 tests_host_cxx_SOURCES = tests/host_cxx.cc
 tests_host_cxx_CXXFLAGS = $(AM_CXXFLAGS) -fno-builtin
 tests_host_cxx_LDADD = $(PTHREAD_LIBS)
