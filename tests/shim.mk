@@ -4,7 +4,7 @@
 # pool totals at exit. All of them skip (77) under sanitizers.
 SHIM_HOST_CFLAGS = $(AM_CFLAGS) -fno-builtin
 check_PROGRAMS += tests/host_semantics tests/host_robust tests/host_stress tests/host_cxx \
-	tests/host_jelinked
+	tests/host_jelinked tests/host_omp
 
 tests_host_semantics_SOURCES = tests/host_semantics.c
 tests_host_semantics_CFLAGS = $(SHIM_HOST_CFLAGS)
@@ -17,6 +17,9 @@ tests_host_stress_LDADD = $(PTHREAD_LIBS)
 tests_host_jelinked_SOURCES = tests/host_jelinked.c tests/host_common.h
 tests_host_jelinked_CFLAGS = $(SHIM_HOST_CFLAGS) $(JEMALLOC_CFLAGS)
 tests_host_jelinked_LDADD = $(JEMALLOC_LIBS)
+tests_host_omp_SOURCES = tests/host_omp.c tests/host_common.h
+tests_host_omp_CFLAGS = $(SHIM_HOST_CFLAGS) $(OPENMP_CFLAGS)
+tests_host_omp_LDFLAGS = $(OPENMP_CFLAGS)
 tests_host_cxx_SOURCES = tests/host_cxx.cc
 tests_host_cxx_CXXFLAGS = $(AM_CXXFLAGS) -fno-builtin
 tests_host_cxx_LDADD = $(PTHREAD_LIBS)
