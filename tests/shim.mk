@@ -4,7 +4,7 @@
 # pool totals at exit. All of them skip (77) under sanitizers.
 SHIM_HOST_CFLAGS = $(AM_CFLAGS) -fno-builtin
 check_PROGRAMS += tests/host_semantics tests/host_robust tests/host_stress tests/host_cxx \
-	tests/host_jelinked tests/host_omp
+	tests/host_jelinked tests/host_omp tests/host_early
 
 tests_host_semantics_SOURCES = tests/host_semantics.c
 tests_host_semantics_CFLAGS = $(SHIM_HOST_CFLAGS)
@@ -20,14 +20,20 @@ tests_host_jelinked_LDADD = $(JEMALLOC_LIBS)
 tests_host_omp_SOURCES = tests/host_omp.c tests/host_common.h
 tests_host_omp_CFLAGS = $(SHIM_HOST_CFLAGS) $(OPENMP_CFLAGS)
 tests_host_omp_LDFLAGS = $(OPENMP_CFLAGS)
+tests_host_early_SOURCES = tests/host_early.c tests/host_common.h tests/shimplug.h
+tests_host_early_CFLAGS = $(SHIM_HOST_CFLAGS)
+tests_host_early_LDADD = tests/libshimearly.la
 tests_host_cxx_SOURCES = tests/host_cxx.cc
 tests_host_cxx_CXXFLAGS = $(AM_CXXFLAGS) -fno-builtin
 tests_host_cxx_LDADD = $(PTHREAD_LIBS)
 
 # -rpath makes libtool build them shared; they are never installed.
-check_LTLIBRARIES += tests/libshimplug.la tests/libshimcheck.la
+check_LTLIBRARIES += tests/libshimplug.la tests/libshimcheck.la tests/libshimearly.la
 tests_libshimplug_la_SOURCES = tests/shimplug.c tests/shimplug.h tests/host_common.h
 tests_libshimplug_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+# The same plugin as an ordinary dependency of host_early.
+tests_libshimearly_la_SOURCES = tests/shimplug.c tests/shimplug.h tests/host_common.h
+tests_libshimearly_la_LDFLAGS = -avoid-version -shared -rpath /nowhere
 tests_libshimcheck_la_SOURCES = tests/shimcheck.c
 tests_libshimcheck_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 tests_libshimcheck_la_LIBADD = libscratch.la

@@ -35,6 +35,14 @@ __attribute__((destructor)) static void plug_fini(void)
 	}
 }
 
+void *plug_kept(int i, size_t *ret_size)
+{
+	if (i < 0 || i >= NKEEP)
+		return NULL;
+	*ret_size = kept_size[i];
+	return kept[i];
+}
+
 void *plug_alloc(size_t n, uint64_t seed)
 {
 	void *p = malloc(n);

@@ -6,6 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The i-th block the plugin's constructor allocated (its size in
+ * *ret_size), or NULL past the last. */
+void *plug_kept(int i, size_t *ret_size);
 /* malloc(n) inside the plugin, filled with host_fill(seed). */
 void *plug_alloc(size_t n, uint64_t seed);
 /* realloc(p, n) inside the plugin. */
