@@ -8,6 +8,13 @@ tests_host_stats_LDADD = libscratch.la $(PTHREAD_LIBS)
 check_PROGRAMS += tests/host_stats_tool
 tests_host_stats_tool_SOURCES = tests/stats_tool.c
 
-STATS_TESTS = tests/stats_counters.test tests/stats_trace.test tests/stats_lifecycle.test tests/stats_hostile.test
+STATS_TESTS = tests/stats_counters.test tests/stats_trace.test tests/stats_lifecycle.test tests/stats_hostile.test tests/stats_shim.test
 TESTS += $(STATS_TESTS)
 EXTRA_DIST += $(STATS_TESTS) tests/stats_lib.sh
+
+# The same host with plain malloc/free, for runs under the preload shim.
+check_PROGRAMS += tests/host_stats_malloc
+tests_host_stats_malloc_SOURCES = tests/stats_host.c
+tests_host_stats_malloc_CPPFLAGS = $(AM_CPPFLAGS) -DHOST_MALLOC
+tests_host_stats_malloc_CFLAGS = $(AM_CFLAGS) -g -O1 -fno-omit-frame-pointer -fno-builtin-malloc
+tests_host_stats_malloc_LDADD = $(PTHREAD_LIBS) -ldl

@@ -12,6 +12,13 @@
  *   frees = rounds            retained = leased = hold * C
  *
  * and hold growth records of C bytes whose call site is grow_site_worker().
+ *
+ * Built a second time with -DHOST_MALLOC (tests/host_stats_malloc): the
+ * same program with plain malloc/free, never linked with libscratch, for
+ * runs under the preload shim. Each worker then also makes 5000 small
+ * malloc/free pairs (the shim passes them through, counting in batches of
+ * 4096), and C is looked up
+ * with dlsym (0 when no libscratch is loaded).
  * It prints "tid I TID C" per worker and "tid main TID 0", then "ready",
  * then obeys commands on stdin, answering each with "ok":
  *
@@ -23,6 +30,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +38,22 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#ifdef HOST_MALLOC
+#include <dlfcn.h>
+#define ACQUIRE(n) malloc(n)
+#define RELEASE(p) free(p)
+static size_t class_size(size_t n)
+{
+	size_t (*f)(size_t) = (size_t(*)(size_t))dlsym(RTLD_DEFAULT, "scratch_class_size");
+
+	return f != NULL ? f(n) : 0;
+}
+#else
 #include "scratch.h"
+#define ACQUIRE(n) scratch_acquire(n)
+#define RELEASE(p) scratch_release(p)
+#define class_size scratch_class_size
+#endif
 
 #define MAX_THREADS 16
 #define MAX_HOLD    256
@@ -51,7 +74,7 @@ __attribute__((noinline)) void *grow_site_main(size_t size);
 
 __attribute__((noinline)) void *grow_site_worker(size_t size)
 {
-	void *p = scratch_acquire(size);
+	void *p = ACQUIRE(size);
 
 	__asm__ volatile("" ::: "memory"); /* keep the frame: no tail call */
 	return p;
@@ -59,7 +82,7 @@ __attribute__((noinline)) void *grow_site_worker(size_t size)
 
 __attribute__((noinline)) void *grow_site_main(size_t size)
 {
-	void *p = scratch_acquire(size);
+	void *p = ACQUIRE(size);
 
 	__asm__ volatile("" ::: "memory");
 	return p;
@@ -77,16 +100,23 @@ static void *worker(void *arg)
 		void *p = grow_site_worker(size);
 
 		if (p == NULL) {
-			perror("scratch_acquire");
+			perror("acquire");
 			exit(1);
 		}
 		memset(p, 1, 64);
-		scratch_release(p);
+		RELEASE(p);
 	}
 	for (unsigned h = 0; h < hold; h++)
 		held[i][h] = grow_site_worker(size);
+#ifdef HOST_MALLOC
+	for (unsigned k = 0; k < 5000; k++) {
+		char *volatile small = malloc(100);
+
+		free(small);
+	}
+#endif
 	pthread_mutex_lock(&out_lock);
-	printf("tid %u %ld %zu\n", i, (long)syscall(SYS_gettid), scratch_class_size(size));
+	printf("tid %u %ld %zu\n", i, (long)syscall(SYS_gettid), class_size(size));
 	fflush(stdout);
 	pthread_mutex_unlock(&out_lock);
 	pthread_barrier_wait(&ready);
@@ -95,7 +125,7 @@ static void *worker(void *arg)
 		pthread_cond_wait(&stop_cond, &stop_lock);
 	pthread_mutex_unlock(&stop_lock);
 	for (unsigned h = 0; h < hold; h++)
-		scratch_release(held[i][h]);
+		RELEASE(held[i][h]);
 	return NULL;
 }
 
@@ -109,7 +139,7 @@ static void do_fork(void)
 
 		printf("child %d\n", (int)getpid());
 		fflush(stdout);
-		scratch_release(p);
+		RELEASE(p);
 		_exit(p != NULL ? 0 : 1);
 	}
 	waitpid(pid, &st, 0);
@@ -126,7 +156,7 @@ static void commands(void)
 				main_held[nmain++] = grow_site_main(base_size / 2);
 		} else if (strncmp(line, "remote", 6) == 0) {
 			if (held[0][0] != NULL)
-				scratch_release(held[0][0]);
+				RELEASE(held[0][0]);
 			held[0][0] = NULL;
 		} else if (strncmp(line, "fork", 4) == 0) {
 			do_fork();
@@ -170,6 +200,6 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < nthreads; i++)
 		pthread_join(th[i], NULL);
 	for (unsigned k = 0; k < nmain; k++)
-		scratch_release(main_held[k]);
+		RELEASE(main_held[k]);
 	return 0;
 }

@@ -17,6 +17,7 @@ stats_setup() {
   SD=$top_builddir/stats/scratchd
   SS="$top_builddir/stats/scratchstat --no-start"
   HOST=$top_builddir/tests/host_stats
+  HOST_PREFIX=
   TOOL=$top_builddir/tests/host_stats_tool
   SOCK=$RUN/scratchd.sock
   DPID=
@@ -70,14 +71,15 @@ daemon_stop() {
   test ! -e "$SOCK" || fail "scratchd left its socket behind"
 }
 
-# host_start N ARGS...: start host number N (fd 7+N is its command pipe);
+# host_start N ARGS...: start host number N ($HOST_PREFIX, e.g. "env
+# LD_PRELOAD=...", goes before it) (fd 7+N is its command pipe);
 # sets HPID and HOUT, waits for "ready".
 host_start() {
   n=$1
   shift
   mkfifo "$T/ctl.$n"
   HOUT=$T/host.$n
-  "$HOST" "$@" <"$T/ctl.$n" >"$HOUT" 2>&1 &
+  $HOST_PREFIX "$HOST" "$@" <"$T/ctl.$n" >"$HOUT" 2>&1 &
   HPID=$!
   HPIDS="$HPIDS $HPID"
   eval "exec $((7 + n))>\"\$T/ctl.\$n\""
