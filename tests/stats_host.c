@@ -25,6 +25,8 @@
  *   grow N     the main thread acquires and keeps N blocks (grow_site_main)
  *   remote     the main thread releases worker 0's first held block
  *   fork       fork; the child makes one growth, reports "child PID", exits
+ *   arena      (libscratch build only) an arena named "test-arena" with 4 MiB
+ *              chunks takes 100000 bytes: one growth owned by the arena
  *   exit       release everything, join the workers, exit 0
  */
 #include "config.h"
@@ -145,6 +147,10 @@ static void do_fork(void)
 	waitpid(pid, &st, 0);
 }
 
+#ifndef HOST_MALLOC
+static scratch_arena_t *arena;
+#endif
+
 static void commands(void)
 {
 	char line[128];
@@ -160,6 +166,13 @@ static void commands(void)
 			held[0][0] = NULL;
 		} else if (strncmp(line, "fork", 4) == 0) {
 			do_fork();
+#ifndef HOST_MALLOC
+		} else if (strncmp(line, "arena", 5) == 0) {
+			if (arena == NULL)
+				arena = scratch_arena_new("test-arena", 4 << 20);
+			if (arena == NULL || scratch_arena_alloc(arena, 100000, 64) == NULL)
+				printf("arena failed\n");
+#endif
 		} else if (strncmp(line, "exit", 4) == 0) {
 			break;
 		}
@@ -201,5 +214,9 @@ int main(int argc, char **argv)
 		pthread_join(th[i], NULL);
 	for (unsigned k = 0; k < nmain; k++)
 		RELEASE(main_held[k]);
+#ifndef HOST_MALLOC
+	if (arena != NULL)
+		scratch_arena_destroy(arena);
+#endif
 	return 0;
 }
