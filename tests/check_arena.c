@@ -25,7 +25,7 @@ START_TEST(test_alignment)
 	enum { N = sizeof(aligns) / sizeof(aligns[0]), ROUNDS = 50 };
 	scratch_arena_t *a = scratch_arena_new("ck-align", 0);
 	unsigned char *ptr[ROUNDS * N];
-	size_t len[ROUNDS * N], k = 0;
+	size_t len[ROUNDS * N], k = 0, bad = 0;
 
 	ck_assert_ptr_nonnull(a);
 	for (int round = 0; round < ROUNDS; round++) {
@@ -42,7 +42,8 @@ START_TEST(test_alignment)
 	/* no allocation overlapped another: every byte kept its own value */
 	for (size_t j = 0; j < k; j++)
 		for (size_t b = 0; b < len[j]; b++)
-			ck_assert_uint_eq(ptr[j][b], j & 0xff);
+			bad += ptr[j][b] != (j & 0xff);
+	ck_assert_uint_eq(bad, 0);
 	errno = 0;
 	ck_assert_ptr_null(scratch_arena_alloc(a, 8, 3));
 	ck_assert_int_eq(errno, EINVAL);
@@ -193,7 +194,6 @@ Suite *arena_suite(void)
 	TCase *core = tcase_create("core");
 	TCase *misuse = tcase_create("misuse");
 
-	tcase_set_timeout(core, 60);
 	tcase_add_test(core, test_alignment);
 	tcase_add_test(core, test_reset_reuses_memory);
 	tcase_add_test(core, test_growth_settles);

@@ -327,12 +327,14 @@ static void outer_rows(void *ctx, size_t b, size_t e, unsigned p)
 START_TEST(test_nested_rows)
 {
 	struct nest_rows nr = {0};
+	unsigned wrong = 0;
 
 	nr.w = pool_of(3, SCRATCH_WORKERS_DEFAULT);
 	ck_assert_int_eq(scratch_workers_run_rows(nr.w, 40, 1, outer_rows, &nr), 0);
 	for (int i = 0; i < 40; i++)
 		for (int j = 0; j < 16; j++)
-			ck_assert_uint_eq(nr.hits[i][j], 1);
+			wrong += nr.hits[i][j] != 1;
+	ck_assert_uint_eq(wrong, 0);
 	scratch_workers_destroy(nr.w);
 }
 END_TEST
@@ -467,6 +469,7 @@ START_TEST(test_rows_cover_once)
 	static const size_t grains[] = {0, 1, 7, 64, 1000, 5000};
 	scratch_workers_t *w = pool_of(3, SCRATCH_WORKERS_DEFAULT);
 	unsigned *hits = calloc(1000, sizeof(*hits));
+	unsigned wrong = 0;
 
 	for (size_t g = 0; g < sizeof(grains) / sizeof(grains[0]); g++) {
 		struct cover c = {.hits = hits, .grain = grains[g] ? grains[g] : 1000};
@@ -475,7 +478,8 @@ START_TEST(test_rows_cover_once)
 		ck_assert_int_eq(scratch_workers_run_rows(w, 1000, grains[g], cover_rows, &c), 0);
 		ck_assert_uint_eq(c.too_big, 0);
 		for (int i = 0; i < 1000; i++)
-			ck_assert_uint_eq(hits[i], 1);
+			wrong += hits[i] != 1;
+		ck_assert_uint_eq(wrong, 0);
 		ck_assert_uint_eq(c.participants & ~7ull, 0);
 	}
 	/* zero rows: no call at all */
