@@ -52,9 +52,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	t = calloc(s.thread_slots + 1, sizeof(*t));
 	if (t == NULL)
 		return 0;
+	bool *used = calloc(s.thread_slots + 1, sizeof(*used));
+
+	if (used != NULL && segread_threads_used(&s, used) != 0)
+		memset(used, 0, s.thread_slots + 1);
 	for (uint32_t i = 0; i <= s.thread_slots; i++)
 		if (segread_thread(&s, i, &t[nt]) == 0)
 			nt++;
+	free(used);
 	for (uint32_t i = 0; i <= s.owner_slots; i++)
 		segread_owner(&s, i, &o);
 	if (segread_proc(&s, &pc) != 0)

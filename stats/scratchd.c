@@ -267,14 +267,18 @@ static const char *liveness(struct sd_proc *p, const struct segread_dyn *d)
 
 static void read_threads(struct sd_proc *p)
 {
-	struct segread_thread *t =
-	        calloc(p->seg.thread_slots ? p->seg.thread_slots : 1, sizeof(*t));
+	uint32_t slots = p->seg.thread_slots ? p->seg.thread_slots : 1;
+	struct segread_thread *t = calloc(slots, sizeof(*t));
+	bool *used = calloc(slots, sizeof(*used));
 	uint32_t n = 0, j = 0;
 
-	if (t == NULL)
+	if (t == NULL || used == NULL || segread_threads_used(&p->seg, used) != 0) {
+		free(t);
+		free(used);
 		return;
+	}
 	for (uint32_t i = 0; i < p->seg.thread_slots; i++) {
-		int rc = segread_thread(&p->seg, i, &t[n]);
+		int rc = used[i] ? segread_thread(&p->seg, i, &t[n]) : -ENOENT;
 
 		if (rc == 0) {
 			n++;
@@ -288,6 +292,7 @@ static void read_threads(struct sd_proc *p)
 		if (j < p->nthreads && p->threads[j].index == i)
 			t[n++] = p->threads[j];
 	}
+	free(used);
 	free(p->threads);
 	p->threads = t;
 	p->nthreads = n;

@@ -242,6 +242,28 @@ int segread_thread(const struct segread *s, uint32_t i, struct segread_thread *r
 	return 0;
 }
 
+int segread_threads_used(const struct segread *s, bool *used)
+{
+	uint8_t buf[64 * 1024];
+	uint32_t per = (uint32_t)(sizeof(buf) / s->thread_stride);
+
+	for (uint32_t i = 0; i < s->thread_slots; i += per) {
+		uint32_t n = s->thread_slots - i < per ? s->thread_slots - i : per;
+		int rc = src_read(&s->src, s->threads_off + (uint64_t)i * s->thread_stride, buf,
+		                  (size_t)n * s->thread_stride);
+
+		if (rc != 0)
+			return rc;
+		for (uint32_t k = 0; k < n; k++) {
+			uint32_t state;
+
+			memcpy(&state, buf + (size_t)k * s->thread_stride, sizeof(state));
+			used[i + k] = state != SCRATCH_SEG_FREE;
+		}
+	}
+	return 0;
+}
+
 int segread_owner(const struct segread *s, uint32_t i, struct segread_owner *ret)
 {
 	struct scratch_seg_owner o;

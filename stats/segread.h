@@ -96,6 +96,9 @@ int segread_dyn(const struct segread *s, struct segread_dyn *ret);
  * -EINVAL: i out of range, -EIO. */
 int segread_thread(const struct segread *s, uint32_t i, struct segread_thread *ret);
 int segread_owner(const struct segread *s, uint32_t i, struct segread_owner *ret);
+/* used[i] = whether thread slot i is in use, for every slot, from a few
+ * large reads (cheaper than asking slot by slot). */
+int segread_threads_used(const struct segread *s, bool *used);
 int segread_proc(const struct segread *s, struct scratch__proc_counters *ret);
 
 typedef void (*segread_record_fn)(void *ctx, const struct segread_record *r);

@@ -14,6 +14,7 @@ static Suite *(*const suites[])(void) = {
 	workers_suite,
 	arena_suite,
 	workspace_suite,
+	segread_suite,
 };
 
 int main(void)

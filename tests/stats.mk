@@ -18,3 +18,7 @@ tests_host_stats_malloc_SOURCES = tests/stats_host.c
 tests_host_stats_malloc_CPPFLAGS = $(AM_CPPFLAGS) -DHOST_MALLOC
 tests_host_stats_malloc_CFLAGS = $(AM_CFLAGS) -g -O1 -fno-omit-frame-pointer -fno-builtin-malloc
 tests_host_stats_malloc_LDADD = $(PTHREAD_LIBS) -ldl
+
+# The segment reader's unit suite, in the one Check runner.
+tests_check_scratch_SOURCES += tests/check_segread.c
+tests_check_scratch_LDADD += libscratch_segread.la

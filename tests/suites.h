@@ -9,5 +9,6 @@ Suite *pool_suite(void);
 Suite *workers_suite(void);
 Suite *arena_suite(void);
 Suite *workspace_suite(void);
+Suite *segread_suite(void);
 
 #endif

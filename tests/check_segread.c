@@ -1,0 +1,309 @@
+/*
+ * check_segread.c - the stats segment reader (stats/segread.c) on segments
+ * built in memory: validation, the seqlock and totals contract of
+ * segment.h, trace ring wrap, torn and unwritten records.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../stats/segread.h"
+#include "suites.h"
+
+#define SLOTS 4
+#define RING  16
+
+static uint8_t *seg;
+static size_t seg_size;
+
+static struct scratch_seg_header *hdr(void)
+{
+	return (struct scratch_seg_header *)seg;
+}
+
+static struct scratch_seg_thread *slot(uint32_t i)
+{
+	return (struct scratch_seg_thread *)(seg + hdr()->threads_off +
+	                                     (size_t)i * hdr()->thread_stride);
+}
+
+static struct scratch_seg_record *rec(uint64_t seq)
+{
+	return (struct scratch_seg_record *)(seg + hdr()->ring_off +
+	                                     ((seq - 1) % RING) * hdr()->record_stride);
+}
+
+static void put(uint64_t seq)
+{
+	struct scratch_seg_record *r = rec(seq);
+
+	memset(r, 0, hdr()->record_stride);
+	r->seq = seq;
+	r->bytes = seq * 4096;
+	r->tid = 7;
+	r->nframes = 1;
+	r->frames[0] = 0x1234;
+	r->check = scratch_seg_record_check(r, r->frames, r->nframes);
+	r->seq_end = seq;
+	if (hdr()->ring_head < seq)
+		hdr()->ring_head = seq;
+}
+
+/* A valid segment: SLOTS thread slots, two owners, a RING-record ring. */
+static void build(void)
+{
+	struct scratch_seg_header *h;
+	uint64_t off = sizeof(*h);
+
+	seg_size = 64 * 1024;
+	seg = calloc(1, seg_size);
+	ck_assert_ptr_nonnull(seg);
+	h = hdr();
+	h->magic = SCRATCH_SEG_MAGIC;
+	h->version = SCRATCH_SEG_VERSION;
+	h->header_size = sizeof(*h);
+	h->file_size = seg_size;
+	h->pid = 4242;
+	h->proc_off = off;
+	h->proc_size = (sizeof(struct scratch__proc_counters) + 63) & ~(uint64_t)63;
+	off += h->proc_size;
+	h->threads_off = off;
+	h->thread_slots = SLOTS;
+	h->thread_stride = sizeof(struct scratch_seg_thread);
+	off += SLOTS * h->thread_stride;
+	h->owners_off = off;
+	h->owner_slots = 2;
+	h->owner_stride = 192;
+	off += 2 * 192;
+	h->ring_off = off;
+	h->ring_slots = RING;
+	h->record_frames = 2;
+	h->record_stride = scratch_seg_record_stride(2);
+	ck_assert_uint_le(off + RING * h->record_stride, seg_size);
+}
+
+static void teardown(void)
+{
+	free(seg);
+	seg = NULL;
+}
+
+static int open_seg(struct segread *s)
+{
+	struct segread_src src = {.fd = -1, .mem = seg, .mem_size = seg_size};
+	char err[160];
+
+	return segread_open(&src, seg_size, s, err, sizeof(err));
+}
+
+START_TEST(test_valid)
+{
+	struct segread s;
+
+	ck_assert_int_eq(open_seg(&s), 0);
+	ck_assert_int_eq(s.pid, 4242);
+	ck_assert_uint_eq(s.thread_slots, SLOTS);
+	ck_assert_uint_eq(s.ring_slots, RING);
+}
+END_TEST
+
+/* Totals per segment.h: live and exited slots, plus the folded counters,
+ * the depot and orphans; reported leased subtracts remote frees. */
+START_TEST(test_totals)
+{
+	struct segread s;
+	struct segread_thread t[SLOTS];
+	struct scratch__proc_counters *pc =
+	        (struct scratch__proc_counters *)(seg + hdr()->proc_off);
+	struct scratch__proc_counters proc;
+	struct segread_totals tot;
+	uint32_t n = 0;
+
+	slot(0)->state = SCRATCH_SEG_LIVE;
+	slot(0)->c.allocs = 10;
+	slot(0)->c.misses = 2;
+	slot(0)->c.retained = 8192;
+	slot(0)->c.leased = 8192;
+	slot(0)->c.remote_in_bytes = 4096;
+	slot(2)->state = SCRATCH_SEG_EXITED;
+	slot(2)->c.allocs = 5;
+	slot(2)->c.retained = 4096;
+	pc->exited.allocs = 100;
+	pc->depot_bytes = 65536;
+	pc->orphan_leased = 1;
+	pc->orphan_retained = 1;
+	ck_assert_int_eq(open_seg(&s), 0);
+	for (uint32_t i = 0; i < SLOTS; i++)
+		if (segread_thread(&s, i, &t[n]) == 0)
+			n++;
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_eq(segread_proc(&s, &proc), 0);
+	segread_totals(t, n, &proc, &tot);
+	ck_assert_uint_eq(tot.allocs, 115);
+	ck_assert_uint_eq(tot.misses, 2);
+	ck_assert_uint_eq(tot.retained, 8192 + 4096 + 65536 + 1);
+	ck_assert_uint_eq(tot.leased, 4096 + 1);
+	ck_assert_uint_eq(tot.threads_live, 1);
+	ck_assert_uint_eq(tot.threads_exited, 1);
+}
+END_TEST
+
+START_TEST(test_seqlock)
+{
+	struct segread s;
+	struct segread_thread t;
+
+	slot(1)->state = SCRATCH_SEG_LIVE;
+	slot(1)->c.seq = 3; /* a writer inside its bracket */
+	slot(3)->state = SCRATCH_SEG_BUSY;
+	ck_assert_int_eq(open_seg(&s), 0);
+	ck_assert_int_eq(segread_thread(&s, 0, &t), -ENOENT);
+	ck_assert_int_eq(segread_thread(&s, 1, &t), -EAGAIN);
+	ck_assert_int_eq(segread_thread(&s, 3, &t), -EAGAIN);
+	ck_assert_int_eq(segread_thread(&s, SLOTS, &t), -EINVAL);
+	slot(1)->c.seq = 4;
+	ck_assert_int_eq(segread_thread(&s, 1, &t), 0);
+}
+END_TEST
+
+static uint64_t got[64], ngot;
+
+static void collect(void *ctx, const struct segread_record *r)
+{
+	(void)ctx;
+	ck_assert_uint_eq(r->bytes, r->seq * 4096);
+	got[ngot++ % 64] = r->seq;
+}
+
+START_TEST(test_wrap)
+{
+	struct segread s;
+	uint64_t next = 1, lost = 0;
+
+	for (uint64_t q = 1; q <= 40; q++)
+		put(q);
+	ck_assert_int_eq(open_seg(&s), 0);
+	ngot = 0;
+	ck_assert_int_eq(segread_drain(&s, &next, &lost, 1000, false, collect, NULL), 0);
+	ck_assert_uint_eq(lost, 40 - RING);
+	ck_assert_uint_eq(ngot, RING);
+	ck_assert_uint_eq(got[0], 25);
+	ck_assert_uint_eq(got[RING - 1], 40);
+	ck_assert_uint_eq(next, 41);
+	/* nothing new: nothing delivered, nothing lost */
+	ck_assert_int_eq(segread_drain(&s, &next, &lost, 1000, false, collect, NULL), 0);
+	ck_assert_uint_eq(ngot, RING);
+	ck_assert_uint_eq(lost, 40 - RING);
+}
+END_TEST
+
+START_TEST(test_torn_and_unwritten)
+{
+	struct segread s;
+	uint64_t next = 1, lost = 0;
+
+	for (uint64_t q = 1; q <= 5; q++)
+		put(q);
+	rec(2)->bytes ^= 1;  /* torn: the check fails */
+	rec(4)->seq_end = 0; /* claimed, not written yet */
+	ck_assert_int_eq(open_seg(&s), 0);
+	ngot = 0;
+	ck_assert_int_eq(segread_drain(&s, &next, &lost, 1000, false, collect, NULL), -EAGAIN);
+	ck_assert_uint_eq(ngot, 2); /* 1 and 3 */
+	ck_assert_uint_eq(lost, 1);
+	ck_assert_uint_eq(next, 4);
+	ck_assert_int_eq(segread_drain(&s, &next, &lost, 1000, true, collect, NULL), 0);
+	ck_assert_uint_eq(ngot, 3); /* 5 */
+	ck_assert_uint_eq(lost, 2);
+	ck_assert_uint_eq(next, 6);
+}
+END_TEST
+
+/* Each corruption is refused with -EBADMSG. */
+static void corrupt(int which)
+{
+	struct scratch_seg_header *h = hdr();
+
+	switch (which) {
+	case 0:
+		h->magic ^= 1;
+		break;
+	case 1:
+		h->version = 2;
+		break;
+	case 2:
+		h->file_size += 4096;
+		break;
+	case 3:
+		h->thread_slots = 60000;
+		break;
+	case 4:
+		h->owners_off = h->threads_off;
+		break;
+	case 5:
+		h->ring_slots = 12;
+		break;
+	case 6:
+		h->record_frames = 17;
+		break;
+	case 7:
+		h->thread_stride = 8;
+		break;
+	case 8:
+		h->proc_off = UINT64_MAX - 8;
+		break;
+	case 9:
+		h->pid = -1;
+		break;
+	default:
+		h->header_size = 12;
+		break;
+	}
+}
+
+START_TEST(test_corrupt)
+{
+	struct segread s;
+
+	corrupt(_i);
+	ck_assert_int_eq(open_seg(&s), -EBADMSG);
+}
+END_TEST
+
+START_TEST(test_short_source)
+{
+	struct segread_src src = {.fd = -1, .mem = seg, .mem_size = 100};
+	struct segread s;
+	char err[160];
+
+	/* the source is shorter than the size claimed for it */
+	ck_assert_int_eq(segread_open(&src, seg_size, &s, err, sizeof(err)), -EIO);
+	ck_assert_int_eq(segread_open(&src, 100, &s, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "truncated"));
+}
+END_TEST
+
+Suite *segread_suite(void)
+{
+	Suite *s = suite_create("segread");
+	TCase *core = tcase_create("core"), *limits = tcase_create("limits"),
+	      *misuse = tcase_create("misuse");
+
+	tcase_add_checked_fixture(core, build, teardown);
+	tcase_add_test(core, test_valid);
+	tcase_add_test(core, test_totals);
+	tcase_add_test(core, test_seqlock);
+	tcase_add_checked_fixture(limits, build, teardown);
+	tcase_add_test(limits, test_wrap);
+	tcase_add_test(limits, test_torn_and_unwritten);
+	tcase_add_checked_fixture(misuse, build, teardown);
+	tcase_add_loop_test(misuse, test_corrupt, 0, 11);
+	tcase_add_test(misuse, test_short_source);
+	suite_add_tcase(s, core);
+	suite_add_tcase(s, limits);
+	suite_add_tcase(s, misuse);
+	return s;
+}
