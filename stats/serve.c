@@ -35,6 +35,7 @@
 #include "scratchd.h"
 
 static struct MHD_Daemon *unix_daemon, *tcp_daemon;
+static unsigned followers; /* open follow streams, under sd.lock */
 
 const char *sd_owner_kind(uint32_t kind)
 {
@@ -627,6 +628,10 @@ static void follow_free(void *cls)
 
 	free(fw->pend);
 	free(fw);
+	pthread_mutex_lock(&sd.lock);
+	followers--;
+	pthread_cond_broadcast(&sd.cond);
+	pthread_mutex_unlock(&sd.lock);
 }
 
 static enum MHD_Result reply_follow(struct MHD_Connection *c, const struct sd_proc *p,
@@ -639,6 +644,7 @@ static enum MHD_Result reply_follow(struct MHD_Connection *c, const struct sd_pr
 	snprintf(fw->file, sizeof(fw->file), "%s", p->file);
 	fw->next = since;
 	fw->lost = 0;
+	followers++; /* under sd.lock: route() holds it */
 	return queue(c, MHD_HTTP_OK,
 	             MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, follow_read, fw,
 	                                               follow_free),
@@ -800,8 +806,8 @@ out_bad:
 int sd_serve_start(int unix_fd, const char *listen_on, char *err, size_t errlen)
 {
 	static int tcp_marker;
-	const unsigned flags =
-	        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG;
+	const unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+	                       MHD_USE_ERROR_LOG | MHD_USE_ITC;
 	struct sockaddr_in sa;
 
 	unix_daemon = MHD_start_daemon(flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_LISTEN_SOCKET,
@@ -828,8 +834,23 @@ int sd_serve_start(int unix_fd, const char *listen_on, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * Stop serving. Followers were told (sd.stopping) and send their end
+ * marker; they get up to two seconds to finish before the daemon closes
+ * what is left, so a client sees a complete stream.
+ */
 void sd_serve_stop(void)
 {
+	struct timespec until;
+
+	if (unix_daemon != NULL)
+		MHD_quiesce_daemon(unix_daemon);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 2;
+	pthread_mutex_lock(&sd.lock);
+	while (followers > 0 && pthread_cond_timedwait(&sd.cond, &sd.lock, &until) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&sd.lock);
 	if (tcp_daemon != NULL)
 		MHD_stop_daemon(tcp_daemon);
 	if (unix_daemon != NULL)
