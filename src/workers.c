@@ -146,11 +146,6 @@ static inline void count(uint64_t *field)
 	__atomic_fetch_add(field, 1, __ATOMIC_RELAXED);
 }
 
-bool scratch__workers_in_job(void)
-{
-	return tls_job_depth > 0;
-}
-
 /* ---------------------------------------------------------------------- */
 /* Row spaces                                                             */
 /* ---------------------------------------------------------------------- */

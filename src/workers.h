@@ -24,8 +24,4 @@ typedef int (*scratch__prepare_fn)(void *ctx, unsigned n);
 SCRATCH_HIDDEN int scratch__workers_run_prepared(scratch_workers_t *w, scratch__prepare_fn prepare,
                                                  scratch_job_fn f, void *ctx);
 
-/* True while the calling thread runs a job (on a worker, inline, or as the
- * dispatching participant): a dispatch from here runs serially. */
-SCRATCH_HIDDEN bool scratch__workers_in_job(void);
-
 #endif /* SCRATCH_WORKERS_H */
