@@ -39,18 +39,27 @@ static double now(void)
 static void *get(enum alloc_kind k, size_t size)
 {
 	switch (k) {
-	case POOL: return scratch_acquire(size);
-	case GLIBC: return __libc_malloc(size);
-	default: return mallocx(size, 0);
+	case POOL:
+		return scratch_acquire(size);
+	case GLIBC:
+		return __libc_malloc(size);
+	default:
+		return mallocx(size, 0);
 	}
 }
 
 static void put(enum alloc_kind k, void *p)
 {
 	switch (k) {
-	case POOL: scratch_release(p); break;
-	case GLIBC: __libc_free(p); break;
-	default: dallocx(p, 0); break;
+	case POOL:
+		scratch_release(p);
+		break;
+	case GLIBC:
+		__libc_free(p);
+		break;
+	default:
+		dallocx(p, 0);
+		break;
 	}
 }
 
@@ -110,7 +119,7 @@ static double measure(enum alloc_kind k, size_t size, long iters, int threads, i
 }
 
 static double best_of(int rounds, enum alloc_kind k, size_t size, long iters, int threads,
-		      int write)
+                      int write)
 {
 	double best = 1e300;
 
@@ -132,10 +141,10 @@ static double callgrind_count(const char *valgrind, const char *self, long n)
 	FILE *f;
 
 	snprintf(cmd, sizeof(cmd),
-		 "'%s' --tool=callgrind --callgrind-out-file=/dev/null "
-		 "--toggle-collect=scratch_acquire --toggle-collect=scratch_release "
-		 "'%s' --hit-loop %ld 2>&1",
-		 valgrind, self, n);
+	         "'%s' --tool=callgrind --callgrind-out-file=/dev/null "
+	         "--toggle-collect=scratch_acquire --toggle-collect=scratch_release "
+	         "'%s' --hit-loop %ld 2>&1",
+	         valgrind, self, n);
 	f = popen(cmd, "r");
 	if (f == NULL)
 		return -1;
@@ -174,7 +183,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
-	printf("== pool: allocate+free pair, same thread, no write (64 KiB; ns per pair, best of 5)\n");
+	printf("== pool: allocate+free pair, same thread, no write (64 KiB; ns per pair, best of "
+	       "5)\n");
 	for (int k = 0; k < NKINDS; k++)
 		hit[k] = best_of(5, (enum alloc_kind)k, 64 << 10, 2000000, 1, 0);
 	printf("%-10s %10s %10s %10s   %s\n", "", "scratch", "glibc", "jemalloc", "target");
@@ -213,8 +223,9 @@ int main(int argc, char **argv)
 			for (int k = 0; k < NKINDS; k++)
 				v[k] = best_of(3, (enum alloc_kind)k, sizes[i], iters, threads, 1);
 			human(sizes[i], name, sizeof(name));
-			printf("%-8s %3d %12.0f %12.0f %12.0f %8.2fx %8.2fx\n", name, threads, v[POOL],
-			       v[GLIBC], v[JEMALLOC], v[GLIBC] / v[POOL], v[JEMALLOC] / v[POOL]);
+			printf("%-8s %3d %12.0f %12.0f %12.0f %8.2fx %8.2fx\n", name, threads,
+			       v[POOL], v[GLIBC], v[JEMALLOC], v[GLIBC] / v[POOL],
+			       v[JEMALLOC] / v[POOL]);
 		}
 	}
 	printf("(ratios above 1 mean scratch is faster; %s, %s and %s measured in this run)\n",

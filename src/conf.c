@@ -28,24 +28,27 @@ struct conf_key {
 #define MIB (UINT64_C(1) << 20)
 #define GIB (UINT64_C(1) << 30)
 #define TIB (UINT64_C(1) << 40)
-#define KEY(n, t, lo, hi, p) {#n, t, offsetof(struct scratch__conf, n), lo, hi, p}
+#define KEY(n, t, lo, hi, p)                                                                       \
+	{                                                                                          \
+#n, t, offsetof(struct scratch__conf, n), lo, hi, p                                \
+	}
 
 static const struct conf_key keys[] = {
-	KEY(enabled, CONF_BOOL, 0, 1, false),
-	KEY(min_size, CONF_SIZE, 16 * KIB, 64 * GIB, false),
-	KEY(max_size, CONF_SIZE, 16 * KIB, 64 * GIB, false),
-	KEY(cache_count, CONF_COUNT, 0, 1024, false),
-	KEY(cache_bytes, CONF_SIZE, 0, 16 * TIB, false),
-	KEY(depot_bytes, CONF_SIZE, 0, 16 * TIB, false),
-	KEY(reserve, CONF_SIZE, 1 * GIB, 16 * TIB, false),
-	KEY(thp, CONF_BOOL, 0, 1, false),
-	KEY(stats, CONF_BOOL, 0, 1, false),
-	KEY(trace, CONF_BOOL, 0, 1, false),
-	KEY(trace_frames, CONF_COUNT, 0, 16, false),
-	KEY(trace_ring, CONF_COUNT, 64, 1 << 20, true),
-	KEY(max_threads, CONF_COUNT, 1, 65535, false),
-	KEY(keep_segment, CONF_BOOL, 0, 1, false),
-	KEY(inherit, CONF_BOOL, 0, 1, false),
+        KEY(enabled, CONF_BOOL, 0, 1, false),
+        KEY(min_size, CONF_SIZE, 16 * KIB, 64 * GIB, false),
+        KEY(max_size, CONF_SIZE, 16 * KIB, 64 * GIB, false),
+        KEY(cache_count, CONF_COUNT, 0, 1024, false),
+        KEY(cache_bytes, CONF_SIZE, 0, 16 * TIB, false),
+        KEY(depot_bytes, CONF_SIZE, 0, 16 * TIB, false),
+        KEY(reserve, CONF_SIZE, 1 * GIB, 16 * TIB, false),
+        KEY(thp, CONF_BOOL, 0, 1, false),
+        KEY(stats, CONF_BOOL, 0, 1, false),
+        KEY(trace, CONF_BOOL, 0, 1, false),
+        KEY(trace_frames, CONF_COUNT, 0, 16, false),
+        KEY(trace_ring, CONF_COUNT, 64, 1 << 20, true),
+        KEY(max_threads, CONF_COUNT, 1, 65535, false),
+        KEY(keep_segment, CONF_BOOL, 0, 1, false),
+        KEY(inherit, CONF_BOOL, 0, 1, false),
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -53,21 +56,21 @@ static const struct conf_key keys[] = {
 void scratch__conf_defaults(struct scratch__conf *conf)
 {
 	*conf = (struct scratch__conf){
-		.enabled = true,
-		.min_size = 64 * KIB,
-		.max_size = 1 * GIB,
-		.cache_count = 8,
-		.cache_bytes = 512 * MIB,
-		.depot_bytes = 1 * GIB,
-		.reserve = 64 * GIB,
-		.thp = true,
-		.stats = true,
-		.trace = true,
-		.trace_frames = 8,
-		.trace_ring = 4096,
-		.max_threads = 1024,
-		.keep_segment = false,
-		.inherit = true,
+	        .enabled = true,
+	        .min_size = 64 * KIB,
+	        .max_size = 1 * GIB,
+	        .cache_count = 8,
+	        .cache_bytes = 512 * MIB,
+	        .depot_bytes = 1 * GIB,
+	        .reserve = 64 * GIB,
+	        .thp = true,
+	        .stats = true,
+	        .trace = true,
+	        .trace_frames = 8,
+	        .trace_ring = 4096,
+	        .max_threads = 1024,
+	        .keep_segment = false,
+	        .inherit = true,
 	};
 }
 
@@ -148,12 +151,24 @@ bool scratch__parse_size(const char *s, size_t len, uint64_t *ret)
 		return false;
 	if (i < len) {
 		switch (s[i] | 0x20) {
-		case 'k': mul = KIB; break;
-		case 'm': mul = MIB; break;
-		case 'g': mul = GIB; break;
-		case 't': mul = TIB; break;
-		case 'b': mul = 1; i--; break; /* plain "B" */
-		default: return false;
+		case 'k':
+			mul = KIB;
+			break;
+		case 'm':
+			mul = MIB;
+			break;
+		case 'g':
+			mul = GIB;
+			break;
+		case 't':
+			mul = TIB;
+			break;
+		case 'b':
+			mul = 1;
+			i--;
+			break; /* plain "B" */
+		default:
+			return false;
 		}
 		i++;
 		/* accept K, KB, KiB (all powers of 1024) */
@@ -222,7 +237,7 @@ static const struct conf_key *find_key(const char *name, size_t len)
 }
 
 static void warn_line(scratch__conf_warn_fn warn, void *ctx, const char *a, const char *q,
-		      size_t qlen, const char *b, const uint64_t *num)
+                      size_t qlen, const char *b, const uint64_t *num)
 {
 	char line[256];
 	size_t pos = 0;
@@ -239,7 +254,7 @@ static void warn_line(scratch__conf_warn_fn warn, void *ctx, const char *a, cons
 
 /* Parse one "key:value" entry; returns the number of problems (0 or 1). */
 static int parse_entry(const char *e, size_t len, struct scratch__conf *conf,
-		       scratch__conf_warn_fn warn, void *ctx)
+                       scratch__conf_warn_fn warn, void *ctx)
 {
 	const char *colon = memchr(e, ':', len);
 	const struct conf_key *k;
@@ -250,18 +265,19 @@ static int parse_entry(const char *e, size_t len, struct scratch__conf *conf,
 
 	if (colon == NULL) {
 		warn_line(warn, ctx, "malformed SCRATCH_CONF entry ", e, len,
-			  " (expected key:value), ignored", NULL);
+		          " (expected key:value), ignored", NULL);
 		return 1;
 	}
 	k = find_key(e, (size_t)(colon - e));
 	if (k == NULL) {
-		warn_line(warn, ctx, "unknown SCRATCH_CONF key ", e, (size_t)(colon - e), ", ignored",
-			  NULL);
+		warn_line(warn, ctx, "unknown SCRATCH_CONF key ", e, (size_t)(colon - e),
+		          ", ignored", NULL);
 		return 1;
 	}
 	colon++;
 	len -= (size_t)(colon - e);
-	ok = k->type == CONF_BOOL ? parse_bool(colon, len, &v) : scratch__parse_size(colon, len, &v);
+	ok = k->type == CONF_BOOL ? parse_bool(colon, len, &v)
+	                          : scratch__parse_size(colon, len, &v);
 	if (ok && k->type == CONF_COUNT) {
 		/* counts take no unit suffix */
 		for (size_t i = 0; i < len; i++)
@@ -284,7 +300,7 @@ static int parse_entry(const char *e, size_t len, struct scratch__conf *conf,
 }
 
 int scratch__conf_parse(const char *s, struct scratch__conf *conf, scratch__conf_warn_fn warn,
-			void *ctx)
+                        void *ctx)
 {
 	struct scratch__conf def;
 	int problems = 0;
@@ -305,8 +321,9 @@ int scratch__conf_parse(const char *s, struct scratch__conf *conf, scratch__conf
 	 * falls back to the defaults for both ends. */
 	if (conf->min_size > conf->max_size || conf->max_size > conf->reserve / 4) {
 		scratch__conf_defaults(&def);
-		warn_line(warn, ctx, "min_size must not exceed max_size, and max_size not reserve/4",
-			  NULL, 0, "; using the default range", NULL);
+		warn_line(warn, ctx,
+		          "min_size must not exceed max_size, and max_size not reserve/4", NULL, 0,
+		          "; using the default range", NULL);
 		conf->min_size = def.min_size;
 		conf->max_size = def.max_size;
 		if (conf->max_size > conf->reserve / 4)

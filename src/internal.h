@@ -59,18 +59,17 @@ typedef void (*scratch__conf_warn_fn)(void *ctx, const char *line);
  * problems found.
  */
 SCRATCH_HIDDEN int scratch__conf_parse(const char *s, struct scratch__conf *conf,
-				       scratch__conf_warn_fn warn, void *ctx);
+                                       scratch__conf_warn_fn warn, void *ctx);
 
 /* Parse a size with an optional K, M, G or T suffix (powers of 1024). */
 SCRATCH_HIDDEN bool scratch__parse_size(const char *s, size_t len, uint64_t *ret);
 
 /* Look a key up in a parsed configuration (booleans as 0/1). */
 SCRATCH_HIDDEN int scratch__conf_lookup(const struct scratch__conf *conf, const char *key,
-					uint64_t *ret_value);
+                                        uint64_t *ret_value);
 
 /* Render conf as "key:value,..." into buf (always NUL-terminated). */
-SCRATCH_HIDDEN size_t scratch__conf_format(const struct scratch__conf *conf, char *buf,
-					   size_t len);
+SCRATCH_HIDDEN size_t scratch__conf_format(const struct scratch__conf *conf, char *buf, size_t len);
 
 /* The configuration in force (valid after scratch__init()). */
 SCRATCH_HIDDEN const struct scratch__conf *scratch__conf(void);
@@ -168,16 +167,16 @@ struct scratch__proc_counters {
 	uint64_t threads_seen;           /* threads that ever used the pools */
 	uint64_t depot_bytes;            /* idle bytes in the depot */
 	uint64_t depot_blocks;
-	uint64_t orphan_leased;  /* lent to threads without a cache slot */
+	uint64_t orphan_leased; /* lent to threads without a cache slot */
 	uint64_t orphan_retained;
-	uint64_t trimmed;        /* bytes returned to the OS */
-	uint64_t region_bytes;   /* address space reserved */
-	uint64_t region_used;    /* address space carved into blocks */
+	uint64_t trimmed;      /* bytes returned to the OS */
+	uint64_t region_bytes; /* address space reserved */
+	uint64_t region_used;  /* address space carved into blocks */
 };
 
 /* Consistent snapshot of c (retries while the writer is inside). */
 SCRATCH_HIDDEN void scratch__counters_read(const struct scratch__counters *c,
-					   struct scratch__counters *ret);
+                                           struct scratch__counters *ret);
 
 /* ---------------------------------------------------------------------- */
 /* Stats segment hooks (segment.c)                                        */
@@ -189,8 +188,7 @@ SCRATCH_HIDDEN void scratch__counters_read(const struct scratch__counters *c,
 SCRATCH_HIDDEN int scratch__segment_open(const struct scratch__conf *conf);
 /* The counter block for thread slot index, or NULL when there is no
  * segment or index is beyond the table. Marks the slot live with tid. */
-SCRATCH_HIDDEN struct scratch__counters *scratch__segment_thread_attach(uint32_t index,
-									 pid_t tid);
+SCRATCH_HIDDEN struct scratch__counters *scratch__segment_thread_attach(uint32_t index, pid_t tid);
 /* Mark the slot's thread exited (its counters stay until reattached). */
 SCRATCH_HIDDEN void scratch__segment_thread_exit(uint32_t index);
 /* The pool folded the slot's counters into proc->exited: the slot stops
@@ -209,13 +207,12 @@ SCRATCH_HIDDEN void scratch__segment_atfork_child(void);
 /* Record a growth of bytes in size class cls by the calling thread (tid),
  * for owner (0: the plain pool). Captures call-site frames. No lock, no
  * malloc; a recursive call (from inside the unwinder) records nothing. */
-SCRATCH_HIDDEN void scratch__trace_growth(pid_t tid, uint64_t bytes, uint32_t cls,
-					  uint32_t owner);
+SCRATCH_HIDDEN void scratch__trace_growth(pid_t tid, uint64_t bytes, uint32_t cls, uint32_t owner);
 
 /* The owner the calling thread is acquiring for (0: none); set by
  * workspaces and arenas around their pool calls so growths name them. */
 SCRATCH_HIDDEN extern __thread uint32_t scratch__current_owner
-	__attribute__((tls_model("initial-exec")));
+        __attribute__((tls_model("initial-exec")));
 
 /* ---------------------------------------------------------------------- */
 /* Owner table (segment.c): workspaces, arenas, worker pools              */

@@ -23,7 +23,7 @@ void *scratch__os_reserve(size_t size, size_t align)
 	/* Over-map by one alignment unit, then cut both ends off. Untouched
 	 * pages of a MAP_NORESERVE mapping cost neither memory nor swap. */
 	p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-		 -1, 0);
+	         -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
 	start = (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
@@ -37,7 +37,7 @@ void *scratch__os_reserve(size_t size, size_t align)
 void *scratch__os_map(size_t size)
 {
 	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 	return p == MAP_FAILED ? NULL : p;
 }

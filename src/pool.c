@@ -85,8 +85,8 @@ struct tcache {
 };
 
 /* Thread pointer values below this are sentinels, not caches. */
-#define TC_NONE ((struct tcache *)0) /* not attached yet */
-#define TC_DEAD ((struct tcache *)1) /* exited, or no slot: use the orphan path */
+#define TC_NONE   ((struct tcache *)0) /* not attached yet */
+#define TC_DEAD   ((struct tcache *)1) /* exited, or no slot: use the orphan path */
 #define is_tc(tc) ((uintptr_t)(tc) > 1)
 
 static struct {
@@ -274,8 +274,9 @@ static bool setup(void)
 	if (g.conf.thp)
 		scratch__os_hugepage((void *)g.large_cur, g.large_end - g.large_cur);
 	pages = g.size >> PAGE_SHIFT;
-	g.maxblk = (uint32_t)(g.size / g.cls_size[g.cls_base] < UINT32_MAX - 1 ? g.size / g.cls_size[g.cls_base]
-								       : UINT32_MAX - 1);
+	g.maxblk = (uint32_t)(g.size / g.cls_size[g.cls_base] < UINT32_MAX - 1
+	                              ? g.size / g.cls_size[g.cls_base]
+	                              : UINT32_MAX - 1);
 	g.starttab = scratch__os_map(pages * sizeof(uint32_t));
 	g.blk = scratch__os_map(((uint64_t)g.maxblk + 1) * sizeof(struct blk));
 	g.ntcs = (uint32_t)g.conf.max_threads;
@@ -773,8 +774,8 @@ void *scratch_acquire(size_t size)
 		struct bin *b = &tc->bins[bin];
 		uint32_t id = b->head;
 
-		if (likely(id != 0 && tc->trim_seen == __atomic_load_n(&g.trim_epoch,
-								       __ATOMIC_RELAXED))) {
+		if (likely(id != 0 &&
+		           tc->trim_seen == __atomic_load_n(&g.trim_epoch, __ATOMIC_RELAXED))) {
 			struct blk *d = &g.blk[id];
 			uint64_t cap = g.cls_size[bin];
 
@@ -847,7 +848,7 @@ static void remote_free(struct tcache *owner, uint32_t id, uint64_t cap)
 	do {
 		d->next = head;
 	} while (!__atomic_compare_exchange_n(&owner->remote_head, &head, id, true,
-					      __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+	                                      __ATOMIC_RELEASE, __ATOMIC_RELAXED));
 	__atomic_fetch_add(&owner->c->remote_in, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&owner->c->remote_in_bytes, cap, __ATOMIC_RELEASE);
 	if (__atomic_load_n(&owner->state, __ATOMIC_RELAXED) != TC_LIVE)

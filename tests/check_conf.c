@@ -50,10 +50,10 @@ START_TEST(test_good_values)
 	struct warnings w;
 
 	ck_assert_int_eq(parse("min_size:128K,max_size:2G,cache_count:3,cache_bytes:1MiB,"
-			       "enabled:false,stats:off,trace:no,trace_frames:4,keep_segment:yes,"
-			       "depot_bytes:0,reserve:1T,trace_ring:1024,max_threads:7,inherit:0",
-			       &c, &w),
-			 0);
+	                       "enabled:false,stats:off,trace:no,trace_frames:4,keep_segment:yes,"
+	                       "depot_bytes:0,reserve:1T,trace_ring:1024,max_threads:7,inherit:0",
+	                       &c, &w),
+	                 0);
 	ck_assert_uint_eq(c.min_size, 128 << 10);
 	ck_assert_uint_eq(c.max_size, UINT64_C(2) << 30);
 	ck_assert_uint_eq(c.cache_count, 3);
@@ -71,11 +71,14 @@ END_TEST
 START_TEST(test_bad_values_keep_defaults)
 {
 	static const char *const bad[] = {
-		"min_size:6x4",      "min_size:",        "min_size:-1",    "min_size:1K",
-		"cache_count:4K",    "cache_count:abc",  "enabled:maybe",  "trace_frames:17",
-		"trace_ring:1000",   "max_threads:0",    "reserve:1M",     "nosuchkey:1",
-		"justakey",          "min_size:99999999999999999999", "max_size:1GX",
-		"cache_bytes:12Q",
+	        "min_size:6x4",    "min_size:",
+	        "min_size:-1",     "min_size:1K",
+	        "cache_count:4K",  "cache_count:abc",
+	        "enabled:maybe",   "trace_frames:17",
+	        "trace_ring:1000", "max_threads:0",
+	        "reserve:1M",      "nosuchkey:1",
+	        "justakey",        "min_size:99999999999999999999",
+	        "max_size:1GX",    "cache_bytes:12Q",
 	};
 	struct scratch__conf c, def;
 	struct warnings w;
@@ -102,7 +105,8 @@ START_TEST(test_messages)
 	parse("bogus:1", &c, &w);
 	ck_assert_str_eq(w.last, "unknown SCRATCH_CONF key 'bogus', ignored");
 	parse("bogus", &c, &w);
-	ck_assert_str_eq(w.last, "malformed SCRATCH_CONF entry 'bogus' (expected key:value), ignored");
+	ck_assert_str_eq(w.last,
+	                 "malformed SCRATCH_CONF entry 'bogus' (expected key:value), ignored");
 	/* control characters never reach the terminal */
 	parse("x\x1b[2J:1", &c, &w);
 	ck_assert_ptr_null(strchr(w.last, '\x1b'));

@@ -190,7 +190,7 @@ START_TEST(test_foreign_pointers)
 	saved = errno;
 	ck_assert_int_eq(saved, 1234); /* never changes errno */
 	ck_assert_int_eq(scratch_release(p), 0);
-	ck_assert(!scratch_owns(p)); /* idle blocks are not lent */
+	ck_assert(!scratch_owns(p));                   /* idle blocks are not lent */
 	ck_assert_int_eq(scratch_release(p), -EINVAL); /* a double free is refused */
 	ck_assert_int_eq(errno, 1234);
 	free(heap);
