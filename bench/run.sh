@@ -284,7 +284,7 @@ EOF
 # than the comparison allocators (which are also the slow ones).
 fast_cfgs="floor shim-glibc shim-jemalloc shim-glibc-nothp"
 slow_cfgs="glibc jemalloc jemalloc-tuned tcmalloc mimalloc"
-frounds=$((rounds * 2 + 1))
+frounds=$((rounds + 2))
 dargs="--tokens $tokens --layers $layers --warmup $warmup"
 r=1
 while [ "$r" -le "$frounds" ]; do
@@ -312,12 +312,13 @@ cat <<EOF
    worker allocates temporaries of 16 KiB-16 MiB and the main thread a 32 MiB buffer the workers
    write; per token a 64 MiB logits buffer. Every buffer is written once per use.
    tokens/s covers the whole run including $warmup warm-up tokens (the target's figure); steady
-   tokens/s and faults/token (minflt+majflt) cover the tokens after them; peak RSS is VmHWM. The floor preallocates and pre-faults every
-   buffer before its timer. Targets (for the shim rows): >= 1.00x the floor's tokens/s, 0 faults
-   per token in steady state, peak RSS <= 1.25x the floor's. Medians of $frounds interleaved rounds
-   for the floor and the shims, of $rounds for the other allocators; ratios are medians of the
-   per-round ratios. The last row (shim on glibc with SCRATCH_CONF=thp:false, no huge pages) shows
-   what transparent huge pages cost at first touch and give back in the steady state.
+   tokens/s and faults/token (minflt+majflt) cover the tokens after them; peak RSS is VmHWM.
+   The floor preallocates and pre-faults every buffer before its timer.
+   Targets (shim rows): >= 1.00x the floor's tokens/s, 0 faults per token in steady state,
+   peak RSS <= 1.25x the floor's. Medians of $frounds interleaved rounds for the floor and the
+   shims, of $rounds for the other allocators; ratios are medians of the per-round ratios. The
+   last row (shim on glibc with SCRATCH_CONF=thp:false: no huge pages) shows what transparent
+   huge pages cost at first touch and give back in the steady state.
 
  a) workers allocate their own temporaries:
 EOF
@@ -329,8 +330,8 @@ EOF
 report decode decode-main-alloc
 
 # --- 2. stats and tracing on versus off --------------------------------------
-srounds=$((rounds * 2 + 1))
-orounds=$((rounds * 4 - 1))
+srounds=$((rounds + 2))
+orounds=$((rounds * 3))
 r=1
 while [ "$r" -le "$orounds" ]; do
 	progress "stats on/off, round $r of $orounds"
