@@ -358,33 +358,36 @@ static void publish(struct scratch_workers *w)
 	wake_parked(w);
 }
 
-/*
- * Run job with every participant, or serially on this thread when the pool
- * is serial, this thread is inside a job, or another thread holds the pool.
- * prepare (optional) learns n first and may refuse the call.
- */
-static int dispatch(struct scratch_workers *w, struct job *job, scratch__prepare_fn prepare,
-                    void *prepare_ctx)
+/* The caller holds the pool: hand job to every worker, run the caller's
+ * share as the last participant, wait for the workers. */
+static int run_parallel(struct scratch_workers *w, struct job *job, scratch__prepare_fn prepare,
+                        void *prepare_ctx)
 {
-	size_t serial_cursor = 0;
 	int rc;
 
-	if (w && w->nworkers > 0 && tls_job_depth == 0 && alive(w) && take(w)) {
-		job->n = w->nworkers + 1;
-		if (prepare && (rc = prepare(prepare_ctx, job->n)) != 0) {
-			give_back(w);
-			return rc;
-		}
-		w->job = *job;
-		SCRATCH__ADD(&w->oc->dispatches, 1);
-		tls_pool = w;
-		publish(w);
-		job_share(w, &w->job, w->nworkers);
-		wait_done(w);
-		tls_pool = NULL;
+	job->n = w->nworkers + 1;
+	if (prepare && (rc = prepare(prepare_ctx, job->n)) != 0) {
 		give_back(w);
-		return 0;
+		return rc;
 	}
+	w->job = *job;
+	SCRATCH__ADD(&w->oc->dispatches, 1);
+	tls_pool = w;
+	publish(w);
+	job_share(w, &w->job, w->nworkers);
+	wait_done(w);
+	tls_pool = NULL;
+	give_back(w);
+	return 0;
+}
+
+/* Run job on this thread alone, as participant 0 of 1. */
+static int run_inline(struct scratch_workers *w, struct job *job, scratch__prepare_fn prepare,
+                      void *prepare_ctx)
+{
+	size_t cursor = 0;
+	int rc;
+
 	job->n = 1;
 	if (prepare && (rc = prepare(prepare_ctx, 1)) != 0)
 		return rc;
@@ -394,9 +397,24 @@ static int dispatch(struct scratch_workers *w, struct job *job, scratch__prepare
 	if (job->kind == JOB_RUN)
 		job->fn(job->ctx, 0, 1);
 	else
-		rows_share(job->parts, job->nparts, 1, 0, &serial_cursor);
+		rows_share(job->parts, job->nparts, 1, 0, &cursor);
 	tls_job_depth--;
 	return 0;
+}
+
+/*
+ * Run job with every participant, or serially on this thread when the pool
+ * is serial, this thread is inside a job (nesting), the pool's threads
+ * stayed in the parent of a fork, or another thread holds the pool: never
+ * wait for anything but the workers of our own dispatch. prepare
+ * (optional) learns the number of participants first and may refuse.
+ */
+static int dispatch(struct scratch_workers *w, struct job *job, scratch__prepare_fn prepare,
+                    void *prepare_ctx)
+{
+	if (w && w->nworkers > 0 && tls_job_depth == 0 && alive(w) && take(w))
+		return run_parallel(w, job, prepare, prepare_ctx);
+	return run_inline(w, job, prepare, prepare_ctx);
 }
 
 int scratch__workers_run_prepared(scratch_workers_t *w, scratch__prepare_fn prepare,
