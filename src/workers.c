@@ -116,31 +116,6 @@ static void atfork_register(void)
 	pthread_atfork(NULL, NULL, atfork_child);
 }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
-}
-
-/*
- * One poll of a spin loop. Every 32nd poll yields the CPU: on a machine
- * with more runnable threads than CPUs, the thread we wait for may be
- * queued behind us on this very CPU, and pausing alone would burn the
- * whole budget before it runs. With idle CPUs sched_yield returns at once.
- */
-static inline void spin_poll(int i)
-{
-	if ((i & 31) == 31)
-		sched_yield();
-	else
-		cpu_relax();
-}
-
 static inline void count(uint64_t *field)
 {
 	__atomic_fetch_add(field, 1, __ATOMIC_RELAXED);
@@ -238,7 +213,7 @@ static uint32_t wait_epoch(struct scratch_workers *w, struct worker *me, uint32_
 		e = __atomic_load_n(&w->epoch, __ATOMIC_ACQUIRE);
 		if (e != seen)
 			return e;
-		spin_poll(i);
+		scratch__spin_poll(i);
 	}
 	for (;;) {
 		__atomic_store_n(&me->parked, 1, __ATOMIC_SEQ_CST);
@@ -280,7 +255,7 @@ static void wait_done(struct scratch_workers *w)
 	for (int i = 0; i < w->spin; i++) {
 		if (__atomic_load_n(&w->done, __ATOMIC_ACQUIRE) == n)
 			return;
-		spin_poll(i);
+		scratch__spin_poll(i);
 	}
 	for (;;) {
 		__atomic_store_n(&w->caller_parked, 1, __ATOMIC_SEQ_CST);

@@ -99,17 +99,6 @@ struct scratch_workspace {
 	uint64_t rec_head, rec_tail;
 };
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
-}
-
 static size_t pool_min(void)
 {
 	size_t min, max;
@@ -490,7 +479,7 @@ bool scratch_team_barrier(scratch_team_t *t)
 	for (int i = 0; i < BARRIER_SPIN; i++) {
 		if (__atomic_load_n(&b->phase, __ATOMIC_ACQUIRE) != phase)
 			return false;
-		cpu_relax();
+		scratch__spin_poll(i);
 	}
 	__atomic_add_fetch(&b->sleepers, 1, __ATOMIC_SEQ_CST);
 	while (__atomic_load_n(&b->phase, __ATOMIC_SEQ_CST) == phase)
