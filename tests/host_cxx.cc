@@ -57,22 +57,29 @@ static void scalar_and_array()
 		auto *v = new std::vector<double>(n / 8 + 1, 2.5);
 		EXPECT(v->back() == 2.5);
 		delete v;
-		/* sized delete */
 		int *p = static_cast<int *>(::operator new(n * sizeof(int)));
 		p[n - 1] = 5;
+#if defined(__cpp_sized_deallocation)
 		::operator delete(p, n * sizeof(int));
+#else
+		::operator delete(p);
+#endif
 	}
+#if defined(__cpp_aligned_new)
 	for (size_t al : {size_t(64), size_t(4096), size_t(1) << 21}) {
 		void *p = ::operator new(size_t(3) << 20, std::align_val_t(al));
 		EXPECT(reinterpret_cast<uintptr_t>(p) % al == 0);
 		std::memset(p, 0, size_t(3) << 20);
 		::operator delete(p, std::align_val_t(al));
 	}
-	void *q = ::operator new(size_t(1) << 62, std::nothrow);
+#endif
+	/* volatile: an impossible size the compiler cannot see coming */
+	volatile size_t impossible = size_t(1) << 62;
+	void *q = ::operator new(impossible, std::nothrow);
 	EXPECT(q == nullptr);
 	bool threw = false;
 	try {
-		char *huge = new char[size_t(1) << 62];
+		char *huge = new char[impossible];
 		huge[0] = 0;
 		delete[] huge;
 	} catch (const std::bad_alloc &) {
