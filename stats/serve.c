@@ -463,16 +463,42 @@ static char *metrics_text(size_t *ret_len)
 /* Responses                                                               */
 /* ---------------------------------------------------------------------- */
 
+/*
+ * A handler builds its response under sd.lock but queues it only after
+ * dropping the lock: MHD holds a response's mutex while it calls a follow
+ * stream's reader, which takes sd.lock, so queueing under sd.lock would
+ * order the two locks both ways.
+ */
+static __thread struct {
+	struct MHD_Response *r;
+	unsigned status;
+	const char *type;
+} pending;
+
 static enum MHD_Result queue(struct MHD_Connection *c, unsigned status, struct MHD_Response *r,
                              const char *type)
 {
-	enum MHD_Result ret;
-
+	(void)c;
 	if (r == NULL)
 		return MHD_NO;
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	pending.r = r;
+	pending.status = status;
+	pending.type = type;
+	return MHD_YES;
+}
+
+/* Queue the pending response; call without sd.lock. */
+static enum MHD_Result flush(struct MHD_Connection *c)
+{
+	struct MHD_Response *r = pending.r;
+	enum MHD_Result ret;
+
+	pending.r = NULL;
+	if (r == NULL)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, pending.type);
 	MHD_add_response_header(r, "X-Scratch-Protocol", "1");
-	ret = MHD_queue_response(c, status, r);
+	ret = MHD_queue_response(c, pending.status, r);
 	MHD_destroy_response(r);
 	return ret;
 }
@@ -764,15 +790,23 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		return MHD_YES;
 	}
 	if (!tcp && !peer_allowed(c))
-		return reply_error(c, MHD_HTTP_FORBIDDEN, "peer refused: not the same user");
-	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
-		return reply_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET");
-	if (tcp && strcmp(url, "/metrics") != 0)
-		return reply_error(c, MHD_HTTP_NOT_FOUND, "only /metrics is served here");
-	pthread_mutex_lock(&sd.lock);
-	ret = route(c, url);
-	pthread_mutex_unlock(&sd.lock);
-	return ret;
+		ret = reply_error(c, MHD_HTTP_FORBIDDEN, "peer refused: not the same user");
+	else if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+		ret = reply_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET");
+	else if (tcp && strcmp(url, "/metrics") != 0)
+		ret = reply_error(c, MHD_HTTP_NOT_FOUND, "only /metrics is served here");
+	else {
+		pthread_mutex_lock(&sd.lock);
+		ret = route(c, url);
+		pthread_mutex_unlock(&sd.lock);
+	}
+	if (ret != MHD_YES) {
+		if (pending.r != NULL)
+			MHD_destroy_response(pending.r);
+		pending.r = NULL;
+		return ret;
+	}
+	return flush(c);
 }
 
 static int parse_listen(const char *s, struct sockaddr_in *sa, char *err, size_t errlen)
