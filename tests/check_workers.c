@@ -223,6 +223,7 @@ START_TEST(test_thread_names_and_pinning)
 	DIR *d = opendir("/proc/self/task");
 	struct dirent *e;
 	int named = 0;
+	unsigned pinned_mask = 0;
 
 	ck_assert_ptr_nonnull(w);
 	ck_assert_ptr_nonnull(d);
@@ -234,12 +235,20 @@ START_TEST(test_thread_names_and_pinning)
 		f = fopen(path, "r");
 		if (!f)
 			continue;
-		if (fgets(comm, sizeof(comm), f) && strncmp(comm, "cknm-", 5) == 0)
+		if (fgets(comm, sizeof(comm), f) && strncmp(comm, "cknm-", 5) == 0) {
+			cpu_set_t set;
+
 			named++;
+			/* pinned: exactly one CPU, the (i+1)-th usable one */
+			ck_assert_int_eq(sched_getaffinity(atoi(e->d_name), sizeof(set), &set), 0);
+			ck_assert_int_eq(CPU_COUNT(&set), 1);
+			pinned_mask |= 1u << (atoi(comm + 5) % 32);
+		}
 		fclose(f);
 	}
 	closedir(d);
 	ck_assert_int_eq(named, 2);
+	ck_assert_uint_eq(pinned_mask, 0x6); /* "cknm-1" and "cknm-2" */
 	run_and_check(w, 3);
 	scratch_workers_destroy(w);
 }
