@@ -176,9 +176,7 @@ static void adopt(const char *name)
 	p->next_seq = 1;
 	p->hist_cap = sd.history;
 	p->hist = calloc(p->hist_cap, sizeof(*p->hist));
-	p->trace_cap = p->seg.ring_slots != 0 ? sd.trace_keep : 0;
-	p->trace = p->trace_cap != 0 ? calloc(p->trace_cap, sizeof(*p->trace)) : NULL;
-	if (p->hist == NULL || (p->trace_cap != 0 && p->trace == NULL)) {
+	if (p->hist == NULL) {
 		proc_free(p);
 		return;
 	}
@@ -294,7 +292,9 @@ static void read_threads(struct sd_proc *p)
 	}
 	free(used);
 	free(p->threads);
-	p->threads = t;
+	p->threads = n > 0 ? realloc(t, n * sizeof(*t)) : t; /* keep only what is used */
+	if (p->threads == NULL)
+		p->threads = t;
 	p->nthreads = n;
 }
 
@@ -363,11 +363,32 @@ static void sample(struct sd_proc *p)
 		p->hist_len++;
 }
 
+/* Grow the kept-record buffer up to --trace-keep; it only grows while it
+ * has never wrapped (trace_pos == 0), so growing is a plain realloc. */
+static bool grow_trace(struct sd_proc *p)
+{
+	uint32_t cap = p->trace_cap < 256 ? 256 : p->trace_cap * 2;
+	struct segread_record *t;
+
+	if (cap > sd.trace_keep)
+		cap = sd.trace_keep;
+	if (cap <= p->trace_cap || p->trace_pos != 0)
+		return false;
+	t = realloc(p->trace, cap * sizeof(*t));
+	if (t == NULL)
+		return false;
+	p->trace = t;
+	p->trace_cap = cap;
+	return true;
+}
+
 static void keep_record(void *ctx, const struct segread_record *r)
 {
 	struct sd_proc *p = ctx;
 	uint32_t at;
 
+	if (p->trace_len == p->trace_cap && !grow_trace(p) && p->trace_cap == 0)
+		return;
 	if (p->trace_len < p->trace_cap) {
 		at = (p->trace_pos + p->trace_len++) % p->trace_cap;
 	} else {
@@ -386,7 +407,7 @@ static bool drain(struct sd_proc *p, bool final)
 	struct segread_dyn d;
 	int rc;
 
-	if (p->trace_cap == 0)
+	if (p->seg.ring_slots == 0)
 		return false;
 	rc = segread_drain(&p->seg, &p->next_seq, &p->lost, UINT64_MAX, final || p->stall >= 10,
 	                   keep_record, p);
@@ -642,13 +663,9 @@ static int parse_args(int argc, char **argv, const char **run_dir, const char **
 	}
 	return 0;
 out_bad:
-	logmsg("invalid value for --%s: '%s'",
-	       opts[c == 'i'   ? 1
-	            : c == 'H' ? 2
-	            : c == 'r' ? 3
-	                       : 4]
-	               .name,
-	       optarg);
+	for (const struct option *o = opts; o->name != NULL; o++)
+		if (o->val == c)
+			logmsg("invalid value for --%s: '%s'", o->name, optarg);
 	return 2;
 }
 
