@@ -437,8 +437,9 @@ void scratch__segment_atfork_child(void)
 	if (h == NULL)
 		return;
 	if (!fork_remap(h, tmp)) {
-		/* Without a private copy, writing on would corrupt the parent's
-		 * counters: the pools keep pointers, so detach only the hooks. */
+		/* No file and no memfd (out of memory): the pools keep
+		 * their pointers into the parent's segment, but no new slot,
+		 * owner or trace record of the child's goes there. */
 		seg.hdr = NULL;
 		return;
 	}
