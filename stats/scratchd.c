@@ -409,12 +409,18 @@ static bool drain(struct sd_proc *p, bool final)
 
 	if (p->seg.ring_slots == 0)
 		return false;
-	rc = segread_drain(&p->seg, &p->next_seq, &p->lost, UINT64_MAX, final || p->stall >= 10,
-	                   keep_record, p);
-	if (rc == -EAGAIN && p->next_seq == before)
-		p->stall++;
-	else
-		p->stall = 0;
+	/* A record claimed but not written stops the drain. Its writer is a
+	 * few stores from done, so one that stays unwritten for two seconds
+	 * belongs to a thread that died (or a hostile writer): count it lost
+	 * and move on. */
+	bool force =
+	        final || (p->stall_since != 0 && stats_mono_ns() - p->stall_since > 2000000000u);
+
+	rc = segread_drain(&p->seg, &p->next_seq, &p->lost, UINT64_MAX, force, keep_record, p);
+	if (rc != -EAGAIN || p->next_seq != before)
+		p->stall_since = 0;
+	else if (p->stall_since == 0)
+		p->stall_since = stats_mono_ns();
 	if (rc == -EBADMSG)
 		logmsg("%s: trace ring head went backwards", p->file);
 	if (segread_dyn(&p->seg, &d) == 0)

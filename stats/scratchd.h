@@ -48,11 +48,11 @@ struct sd_proc {
 	/* drained trace records: a ring of trace_cap, oldest at trace_pos */
 	struct segread_record *trace;
 	uint32_t trace_cap, trace_len, trace_pos;
-	uint64_t next_seq; /* next sequence number to drain */
-	uint64_t lost;     /* records lost to wrap or torn */
-	uint64_t drained;  /* records taken from the ring */
-	uint64_t head;     /* ring head at the last drain */
-	uint32_t stall;    /* drains stopped on the same unwritten record */
+	uint64_t next_seq;    /* next sequence number to drain */
+	uint64_t lost;        /* records lost to wrap or torn */
+	uint64_t drained;     /* records taken from the ring */
+	uint64_t head;        /* ring head at the last drain */
+	uint64_t stall_since; /* CLOCK_MONOTONIC since the drain stopped on one unwritten record */
 
 	char *maps; /* file-backed lines of /proc/PID/maps, for symbolization */
 };
