@@ -23,11 +23,13 @@
  * the library while it initialises (on the same thread) go to the backend.
  *
  * Pass-through calls are counted in an initial-exec thread-local (its first
- * access never allocates) and handed to the library in batches.
+ * access never allocates) and handed to the library in batches, the last
+ * one when the thread exits.
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +66,13 @@ static int mode = MODE_UNKNOWN;
 static size_t pool_lo = 0;
 static size_t pool_span = SIZE_MAX;
 
-static __thread unsigned passthrough_calls TLS_IE;
+/* Pass-through calls left in this thread's current batch, counted down:
+ * below zero, the batch is handed to the library (passthrough_refill). */
+static __thread int passthrough_left TLS_IE;
+/* This thread's exit hands its last, partial batch over (exit_key). */
+static __thread bool passthrough_armed TLS_IE;
+static pthread_key_t exit_key;
+static bool exit_key_ok;
 static __thread bool starting TLS_IE;
 
 static size_t page_size(void)
@@ -138,20 +146,52 @@ static size_t pool_block_size(const void *p)
 	return scratch_usable_size(p);
 }
 
-SCRATCH_COLD static void passthrough_flush(void)
+static void passthrough_count(uint64_t n)
 {
-	unsigned n = passthrough_calls;
-
-	/* Reset first: the library may allocate while it counts. */
-	passthrough_calls = 0;
 	if (n && __atomic_load_n(&mode, __ATOMIC_ACQUIRE) == MODE_POOLS)
 		scratch_count_passthrough(n);
 }
 
+/*
+ * The calling thread's batch is used up (or this is its first pass-through
+ * call): count the batch, start the next one with this call. The first time,
+ * arm the thread-exit hook; pthread_setspecific uses the thread's own slots
+ * for the first keys, and allocates through calloc (back here, harmless:
+ * already armed) only beyond them.
+ */
+SCRATCH_COLD static void passthrough_refill(void)
+{
+	bool armed = passthrough_armed;
+
+	passthrough_left = PASSTHROUGH_BATCH - 1;
+	passthrough_armed = true;
+	if (armed)
+		passthrough_count(PASSTHROUGH_BATCH);
+	else if (exit_key_ok)
+		pthread_setspecific(exit_key, (void *)1);
+}
+
+/* Hand over the calls of the current, partial batch (thread or process exit). */
+static void passthrough_flush(void)
+{
+	if (!passthrough_armed)
+		return;
+	int used = PASSTHROUGH_BATCH - passthrough_left;
+	passthrough_armed = false;
+	passthrough_left = 0;
+	passthrough_count((uint64_t)used);
+}
+
+static void passthrough_exit(void *arg)
+{
+	(void)arg;
+	passthrough_flush();
+}
+
 static inline void passthrough(void)
 {
-	if (unlikely(++passthrough_calls >= PASSTHROUGH_BATCH))
-		passthrough_flush();
+	if (unlikely(--passthrough_left < 0))
+		passthrough_refill();
 }
 
 static void *pass_malloc(size_t n)
@@ -489,11 +529,13 @@ __attribute__((constructor)) static void shim_init(void)
 	uint64_t inherit = 1;
 
 	(void)shim_start();
+	exit_key_ok = pthread_key_create(&exit_key, passthrough_exit) == 0;
 	if (scratch_conf_get("inherit", &inherit) == 0 && !inherit)
 		strip_preload();
 }
 
-/* The exiting thread's last batch (other threads lose at most one batch). */
+/* The exiting thread's last batch (other threads hand theirs over when
+ * they exit). */
 __attribute__((destructor)) static void shim_fini(void)
 {
 	passthrough_flush();
