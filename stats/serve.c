@@ -78,6 +78,25 @@ static struct sd_proc *find_by_file(const char *file)
 /* JSON                                                                    */
 /* ---------------------------------------------------------------------- */
 
+/*
+ * A JSON string of untrusted text (a segment's names, a file name): kept
+ * as is when it is valid UTF-8, else every byte outside printable ASCII
+ * becomes '?', so a key is never dropped and the output stays valid.
+ */
+static json_t *text(const char *s)
+{
+	json_t *j = json_string(s);
+	char buf[SCRATCH_SEG_CMDLINE_LEN + NAME_MAX + 2];
+	size_t n = 0;
+
+	if (j != NULL)
+		return j;
+	for (; *s != '\0' && n < sizeof(buf) - 1; s++)
+		buf[n++] = (*s >= 0x20 && *s < 0x7f) ? *s : '?';
+	buf[n] = '\0';
+	return json_string(buf);
+}
+
 static json_t *u64(uint64_t v)
 {
 	return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
@@ -114,7 +133,7 @@ static json_t *thread_json(const struct segread_thread *t, bool proc_live)
 
 	json_object_set_new(o, "slot", json_integer(t->index));
 	json_object_set_new(o, "tid", json_integer(t->tid));
-	json_object_set_new(o, "name", json_string(t->name));
+	json_object_set_new(o, "name", text(t->name));
 	json_object_set_new(o, "state", json_string(live ? "live" : "exited"));
 	json_object_set_new(o, "generation", json_integer(t->generation));
 	json_object_set_new(o, "attach_ns", u64(t->attach_ns));
@@ -129,7 +148,7 @@ static json_t *owner_json(const struct segread_owner *w)
 
 	json_object_set_new(o, "id", json_integer(w->id));
 	json_object_set_new(o, "kind", json_string(sd_owner_kind(w->kind)));
-	json_object_set_new(o, "name", json_string(w->name));
+	json_object_set_new(o, "name", text(w->name));
 	json_object_set_new(o, "state",
 	                    json_string(w->state == SCRATCH_SEG_LIVE ? "live" : "gone"));
 	json_object_set_new(o, "retained", u64(w->c.retained));
@@ -169,9 +188,9 @@ json_t *sd_proc_json(const struct sd_proc *p, bool detail)
 	json_object_set_new(o, "pid", json_integer(p->seg.pid));
 	json_object_set_new(o, "ppid", json_integer(p->seg.ppid));
 	json_object_set_new(o, "start_ticks", u64(p->seg.start_ticks));
-	json_object_set_new(o, "file", json_string(p->file));
-	json_object_set_new(o, "exe", json_string(p->seg.exe));
-	json_object_set_new(o, "command", json_string(p->seg.cmdline));
+	json_object_set_new(o, "file", text(p->file));
+	json_object_set_new(o, "exe", text(p->seg.exe));
+	json_object_set_new(o, "command", text(p->seg.cmdline));
 	json_object_set_new(o, "state", json_string(p->live ? "live" : "exited"));
 	json_object_set_new(o, "exit_reason", p->reason ? json_string(p->reason) : json_null());
 	json_object_set_new(o, "created_ns", u64(p->seg.created_ns));
@@ -193,7 +212,7 @@ json_t *sd_proc_json(const struct sd_proc *p, bool detail)
 	json_object_set_new(o, "samples", json_integer(p->hist_len));
 	if (!detail)
 		return o;
-	json_object_set_new(o, "conf", json_string(p->seg.conf));
+	json_object_set_new(o, "conf", text(p->seg.conf));
 	json_object_set_new(o, "min_size", u64(p->seg.min_size));
 	json_object_set_new(o, "max_size", u64(p->seg.max_size));
 	json_t *th = json_array(), *ow = json_array();
@@ -228,7 +247,7 @@ static json_t *record_json(const struct sd_proc *p, const struct segread_record 
 	json_object_set_new(o, "cpu", json_integer(r->cpu));
 	json_object_set_new(o, "node", json_integer(r->node));
 	json_object_set_new(o, "owner", json_integer(r->owner));
-	json_object_set_new(o, "owner_name", on ? json_string(on) : json_null());
+	json_object_set_new(o, "owner_name", on ? text(on) : json_null());
 	for (uint32_t i = 0; i < r->nframes; i++)
 		json_array_append_new(f, u64(r->frames[i]));
 	json_object_set_new(o, "frames", f);
@@ -306,8 +325,8 @@ static json_t *processes_json(void)
 	for (struct sd_proc *p = sd.procs; p != NULL; p = p->next)
 		json_array_append_new(a, sd_proc_json(p, false));
 	for (uint32_t i = 0; i < sd.nrejected; i++)
-		json_array_append_new(r, json_pack("{s:s,s:s}", "file", sd.rejected[i].file,
-		                                   "error", sd.rejected[i].error));
+		json_array_append_new(r, json_pack("{s:o,s:o}", "file", text(sd.rejected[i].file),
+		                                   "error", text(sd.rejected[i].error)));
 	json_object_set_new(o, "protocol", json_integer(STATS_PROTOCOL));
 	json_object_set_new(o, "run_dir", json_string(sd.run_dir));
 	json_object_set_new(o, "processes", a);
@@ -319,9 +338,19 @@ static json_t *processes_json(void)
 /* Prometheus text                                                         */
 /* ---------------------------------------------------------------------- */
 
+/* A label value: UTF-8 text escaped as the format says; text that is
+ * not valid UTF-8 keeps only its printable ASCII. */
 static void label_value(FILE *f, const char *s)
 {
+	json_t *valid = json_string(s);
+	bool utf8 = valid != NULL;
+
+	json_decref(valid);
 	for (; *s != '\0'; s++) {
+		if (!utf8 && (*s < 0x20 || *s >= 0x7f)) {
+			fputc('?', f);
+			continue;
+		}
 		if (*s == '\\' || *s == '"')
 			fprintf(f, "\\%c", *s);
 		else if (*s == '\n')
