@@ -670,6 +670,47 @@ static void on_sigint(int sig)
 	interrupted = 1;
 }
 
+/* One interval line as JSON: rates between two process snapshots (prev
+ * NULL: since the process started). */
+static json_t *interval_json(pid_t pid, const json_t *v, const json_t *prev, uint64_t now,
+                             uint64_t prev_ns)
+{
+	double dt = (double)(now - (prev != NULL ? prev_ns : num(v, "created_ns"))) / 1e9;
+	uint64_t da = num(v, "allocs") - (prev ? num(prev, "allocs") : 0);
+	uint64_t dg = num(v, "growths") - (prev ? num(prev, "growths") : 0);
+	uint64_t df = num(v, "frees") - (prev ? num(prev, "frees") : 0);
+
+	if (dt <= 0)
+		dt = 1e-9;
+	return json_pack(
+	        "{s:I,s:i,s:f,s:I,s:I,s:f,s:o,s:f,s:f,s:I,s:I,s:s}", "time_ns", (json_int_t)now,
+	        "pid", (int)pid, "interval_s", dt, "threads", (json_int_t)num(v, "threads"),
+	        "allocs", (json_int_t)da, "allocs_per_s", (double)da / dt, "hit_rate",
+	        da ? json_real((double)(da - (dg < da ? dg : da)) / (double)da) : json_null(),
+	        "growths_per_s", (double)dg / dt, "frees_per_s", (double)df / dt, "retained",
+	        (json_int_t)num(v, "retained"), "leased", (json_int_t)num(v, "leased"), "state",
+	        str(v, "state"));
+}
+
+static void print_interval(const json_t *o)
+{
+	char t[32], a[32], b[32], h[16];
+
+	clock_of(num(o, "time_ns"), t, sizeof(t));
+	if (json_is_real(json_object_get(o, "hit_rate")))
+		snprintf(h, sizeof(h), "%.1f%%",
+		         100.0 * json_real_value(json_object_get(o, "hit_rate")));
+	else
+		snprintf(h, sizeof(h), "-");
+	printf("%-12s %7llu %10.0f %6s %9.1f %9.0f %10s %10s %s\n", t,
+	       (unsigned long long)num(o, "threads"),
+	       json_real_value(json_object_get(o, "allocs_per_s")), h,
+	       json_real_value(json_object_get(o, "growths_per_s")),
+	       json_real_value(json_object_get(o, "frees_per_s")),
+	       human(num(o, "retained"), a, sizeof(a)), human(num(o, "leased"), b, sizeof(b)),
+	       str(o, "state"));
+}
+
 static int view_interval(pid_t pid, double interval, long count)
 {
 	char path[64];
@@ -683,11 +724,8 @@ static int view_interval(pid_t pid, double interval, long count)
 		printf("%-12s %7s %10s %6s %9s %9s %10s %10s %s\n", "TIME", "THREADS", "ALLOCS/s",
 		       "HIT%", "GROWTH/s", "FREES/s", "RETAINED", "LEASED", "STATE");
 	for (long n = 0; (count <= 0 || n < count) && !interrupted; n++) {
-		json_t *v;
-		uint64_t now = stats_realtime_ns();
-		double dt;
-		uint64_t da, dg, df, dm;
-		char t[32], a[32], b[32], h[16];
+		uint64_t now;
+		json_t *v, *o;
 
 		if (n > 0) {
 			struct timespec ts = {(time_t)interval,
@@ -696,48 +734,22 @@ static int view_interval(pid_t pid, double interval, long count)
 			nanosleep(&ts, NULL);
 			if (interrupted)
 				break;
-			now = stats_realtime_ns();
 		}
+		now = stats_realtime_ns();
 		rc = get_json(path, &v);
 		if (rc == EX_NOPROC)
 			say("no such process: %d", (int)pid);
 		if (rc != EX_OK)
 			break;
 		/* The first line covers the process's whole life, as vmstat's. */
-		dt = prev != NULL ? (double)(now - prev_ns) / 1e9
-		                  : (double)(now - num(v, "created_ns")) / 1e9;
-		if (dt <= 0)
-			dt = 1e-9;
-		da = num(v, "allocs") - (prev ? num(prev, "allocs") : 0);
-		dm = num(v, "growths") - (prev ? num(prev, "growths") : 0);
-		dg = dm;
-		df = num(v, "frees") - (prev ? num(prev, "frees") : 0);
+		o = interval_json(pid, v, prev, now, prev_ns);
 		if (opt.json) {
-			json_t *o = json_pack(
-			        "{s:I,s:i,s:f,s:I,s:f,s:f,s:f,s:f,s:I,s:I,s:s}", "time_ns",
-			        (json_int_t)now, "pid", (int)pid, "interval_s", dt, "threads",
-			        (json_int_t)num(v, "threads"), "allocs_per_s", (double)da / dt,
-			        "hit_rate", da ? (double)(da - dm) / (double)da : 0.0,
-			        "growths_per_s", (double)dg / dt, "frees_per_s", (double)df / dt,
-			        "retained", (json_int_t)num(v, "retained"), "leased",
-			        (json_int_t)num(v, "leased"), "state", str(v, "state"));
-
 			json_dumpf(o, stdout, JSON_COMPACT);
 			putchar('\n');
-			json_decref(o);
 		} else {
-			clock_of(now, t, sizeof(t));
-			if (da == 0)
-				snprintf(h, sizeof(h), "-");
-			else
-				snprintf(h, sizeof(h), "%.1f%%",
-				         100.0 * (double)(da - dm) / (double)da);
-			printf("%-12s %7llu %10.0f %6s %9.1f %9.0f %10s %10s %s\n", t,
-			       (unsigned long long)num(v, "threads"), (double)da / dt, h,
-			       (double)dg / dt, (double)df / dt,
-			       human(num(v, "retained"), a, sizeof(a)),
-			       human(num(v, "leased"), b, sizeof(b)), str(v, "state"));
+			print_interval(o);
 		}
+		json_decref(o);
 		fflush(stdout);
 		json_decref(prev);
 		prev = v;
