@@ -640,6 +640,36 @@ static void test_oom(void)
 	exhaust(16 * HOST_KIB);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Pass-through counting: short-lived threads hand their counts over       */
+/* ---------------------------------------------------------------------- */
+
+#define COUNT_THREADS 10
+#define COUNT_PAIRS   1000
+
+static void *count_thread(void *arg)
+{
+	for (int i = 0; i < COUNT_PAIRS; i++) {
+		void *p = malloc(32);
+		if (!p)
+			__atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);
+		free(p);
+	}
+	return arg;
+}
+
+/* 2 * COUNT_THREADS * COUNT_PAIRS small calls, far less than a batch per
+ * thread: shim_conf.test checks they were all counted. */
+static void test_count(void)
+{
+	pthread_t th[COUNT_THREADS];
+
+	for (int i = 0; i < COUNT_THREADS; i++)
+		EXPECT(pthread_create(&th[i], NULL, count_thread, NULL) == 0, "create");
+	for (int i = 0; i < COUNT_THREADS; i++)
+		pthread_join(th[i], NULL);
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : "";
@@ -664,10 +694,12 @@ int main(int argc, char **argv)
 		test_threads256();
 	else if (!strcmp(cmd, "oom"))
 		test_oom();
+	else if (!strcmp(cmd, "count"))
+		test_count();
 	else {
-		fprintf(stderr,
-		        "usage: host_robust thread-exit|fork|exec|dlopen PLUGIN|"
-		        "deepbind-self PLUGIN|deepbind-cross PLUGIN|signals|threads256|oom\n");
+		fprintf(stderr, "usage: host_robust thread-exit|fork|exec|dlopen PLUGIN|"
+		                "deepbind-self PLUGIN|deepbind-cross "
+		                "PLUGIN|signals|threads256|oom|count\n");
 		return 2;
 	}
 	if (failures)
