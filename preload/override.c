@@ -7,9 +7,10 @@
  * A thin forwarding layer, the same for both backends: requests whose size
  * falls in the pools' range [min_size, max_size] go to the calling thread's
  * pool (scratch_acquire and friends), everything else to the backend of the
- * shared object (backend.h). free asks the pools first: scratch_release
- * recognises a pool block in O(1) without reading foreign memory and
- * declines anything else, which then goes to the backend.
+ * shared object (backend.h). free asks the pools first about any pointer
+ * that could be a pool block (page aligned): scratch_release recognises one
+ * in O(1) without reading foreign memory and declines anything else, which
+ * then goes to the backend.
  *
  * Semantics are glibc's, whoever serves the call: malloc(0) and
  * realloc(NULL, 0) give a unique block, realloc(p, 0) frees p and returns
