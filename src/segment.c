@@ -12,12 +12,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdio.h> /* rename() only: no streams here */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "segment.h"
@@ -274,6 +276,73 @@ static size_t layout(struct scratch_seg_header *h, const struct scratch__conf *c
 	return (size_t)off;
 }
 
+/* The pid a segment or temporary file name starts with, or 0. */
+static pid_t name_pid(const char *name)
+{
+	uint64_t pid = 0;
+	const char *p = name[0] == '.' ? name + 1 : name;
+
+	for (; *p >= '0' && *p <= '9' && pid < INT32_MAX; p++)
+		pid = pid * 10 + (uint64_t)(*p - '0');
+	if (*p != '-' || pid == 0 || pid >= INT32_MAX)
+		return 0;
+	return (pid_t)pid;
+}
+
+/* True when the file is a segment that asked to outlive its process. */
+static bool kept_file(int dirfd, const char *name)
+{
+	struct scratch_seg_header h;
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	bool keep = true; /* unreadable: not ours to judge */
+
+	if (fd < 0)
+		return true;
+	if (pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h))
+		keep = h.magic == SCRATCH_SEG_MAGIC && (h.flags & SCRATCH_SEG_F_KEEP) != 0;
+	else
+		keep = false; /* a temporary file its creator never finished */
+	close(fd);
+	return keep;
+}
+
+/*
+ * Remove files of processes that are gone: a process killed, crashed,
+ * ended with _exit() or exec'd never unlinks its segment, and without a
+ * scratchd running they would pile up in the (tmpfs) run directory. Each
+ * new segment sweeps them. getdents64 on a stack buffer, since opendir()
+ * allocates and this may run inside malloc. keep_segment files stay.
+ */
+static void sweep_stale(const char *dir)
+{
+	union {
+		char buf[4096];
+		uint64_t align;
+	} u;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	long n;
+
+	if (fd < 0)
+		return;
+	while ((n = syscall(SYS_getdents64, fd, u.buf, sizeof(u.buf))) > 0) {
+		for (long off = 0; off < n;) {
+			/* struct linux_dirent64: ino, off, reclen, type, name */
+			unsigned short reclen;
+			const char *name = u.buf + off + 19;
+			pid_t pid;
+
+			memcpy(&reclen, u.buf + off + 16, sizeof(reclen));
+			off += reclen;
+			pid = name_pid(name);
+			if (pid == 0 || (kill(pid, 0) == 0 || errno != ESRCH))
+				continue;
+			if (!kept_file(fd, name))
+				unlinkat(fd, name, 0);
+		}
+	}
+	close(fd);
+}
+
 /*
  * Create this process's segment per conf and map it. Called once from
  * scratch__init() under its lock (possibly inside malloc). The file is
@@ -293,6 +362,7 @@ int scratch__segment_open(const struct scratch__conf *conf)
 	err = run_dir(seg.dir, sizeof(seg.dir));
 	if (err != 0)
 		return err;
+	sweep_stale(seg.dir);
 	memset(&proto, 0, sizeof(proto));
 	size = layout(&proto, conf);
 	fill_identity(&proto);

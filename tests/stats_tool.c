@@ -5,7 +5,7 @@
  *
  *   host_stats_tool make OUT PID START_TICKS [RECORDS [RING]]
  *   host_stats_tool corrupt IN OUT MODE
- *       MODE: truncate magic version size threads overlap ring frames torn head utf8
+ *       MODE: truncate magic version size threads overlap ring frames torn head utf8 nokeep
  *   host_stats_tool raw SOCKET TEXT      (\r and \n escapes; prints the status line)
  */
 #include "config.h"
@@ -169,6 +169,8 @@ static int corrupt(const char *in, const char *out, const char *mode)
 		} else {
 			h->ring_head = UINT64_MAX - 5;
 		}
+	} else if (strcmp(mode, "nokeep") == 0) {
+		h->flags &= ~SCRATCH_SEG_F_KEEP; /* still valid: not kept after exit */
 	} else if (strcmp(mode, "utf8") == 0) {
 		/* still valid: names that are not UTF-8 */
 		struct scratch_seg_thread *t = (struct scratch_seg_thread *)(buf + h->threads_off);
