@@ -3,8 +3,9 @@
  *
  * Owns the segment file: the run directory check, creating and publishing
  * the file, the thread slots and the owner table the pools and owners write
- * into, the copy a child gets after fork, and the unlink at exit. The
- * layout is in segment.h. Everything here may run inside malloc (the first
+ * into, the copy a child gets after fork, the unlink at exit, and the
+ * sweep of files dead processes left behind. The layout is in segment.h.
+ * Everything here may run inside malloc (the first
  * pool use of the preload shim opens the segment), so nothing here
  * allocates or uses stdio: open/read/readlink and the os.c layer only.
  */
