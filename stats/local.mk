@@ -15,7 +15,7 @@ stats_scratchd_LDADD = libscratch_segread.la $(MHD_LIBS) $(JANSSON_LIBS) $(PTHRE
 stats_scratchstat_SOURCES = stats/scratchstat.c stats/symbols.c stats/symbols.h
 stats_scratchstat_CPPFLAGS = $(AM_CPPFLAGS) -DSCRATCH_SBINDIR='"$(sbindir)"'
 stats_scratchstat_CFLAGS = $(AM_CFLAGS) $(CURL_CFLAGS) $(JANSSON_CFLAGS) $(DW_CFLAGS)
-stats_scratchstat_LDADD = libscratch_segread.la $(CURL_LIBS) $(JANSSON_LIBS) $(DW_LIBS)
+stats_scratchstat_LDADD = libscratch_segread.la $(CURL_LIBS) $(JANSSON_LIBS) $(DW_LIBS) -ldl
 
 # The segment reader's fuzz target: a standalone driver that `make check`
 # runs briefly over generated segments (tests/stats_hostile.test), and a

@@ -463,12 +463,20 @@ struct trace_ctx {
 	uint64_t records;
 };
 
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash != NULL ? slash + 1 : path;
+}
+
 static bool internal_frame(const struct sym_info *si)
 {
 	const char *base = strrchr(si->module, '/');
 
 	base = base != NULL ? base + 1 : si->module;
-	return strncmp(base, "libscratch", 10) == 0 || strncmp(si->function, "scratch_", 8) == 0;
+	return strncmp(base, "libscratch", 10) == 0 || strncmp(si->function, "scratch_", 8) == 0 ||
+	       si->allocator;
 }
 
 static void refresh_symbols(struct trace_ctx *tc)
@@ -494,7 +502,8 @@ static void refresh_symbols(struct trace_ctx *tc)
 }
 
 /* Replace a record's raw frames by symbolized ones, and name its call
- * site: the first frame outside libscratch and the preload shim. */
+ * site: the first frame outside libscratch, the preload shim and C++'s
+ * operator new. */
 static void symbolize(struct trace_ctx *tc, json_t *rec)
 {
 	json_t *frames = json_object_get(rec, "frames"), *out = json_array(), *f;
@@ -530,9 +539,9 @@ static void symbolize(struct trace_ctx *tc, json_t *rec)
 				snprintf(site, sizeof(site), "%s (%s:%d)",
 				         si.function[0] ? si.function : "??", si.file, si.line);
 			else
-				snprintf(site, sizeof(site), "%s+0x%llx (%s)",
-				         si.function[0] ? si.function : "??",
-				         (unsigned long long)si.offset, si.module);
+				snprintf(site, sizeof(site), "%s+0x%llx",
+				         si.function[0] ? si.function : base_name(si.module),
+				         (unsigned long long)si.offset);
 			json_object_set_new(rec, "site", json_string(site));
 			have_site = true;
 		}

@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <stdio.h>
@@ -58,12 +59,42 @@ static void copy(char *dst, size_t len, const char *src)
 	snprintf(dst, len, "%s", src != NULL ? src : "");
 }
 
+/*
+ * C++ names come out of the symbol table mangled. The demangler is the C++
+ * runtime's own __cxa_demangle, found at run time so scratchstat does not
+ * link libstdc++; without it the mangled name is shown.
+ */
+static void demangle(char *name, size_t len)
+{
+	typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
+	static demangle_fn fn;
+	static bool tried;
+	char *out;
+	int status = -1;
+
+	if (strncmp(name, "_Z", 2) != 0)
+		return;
+	if (!tried) {
+		void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+
+		tried = true;
+		fn = h != NULL ? (demangle_fn)dlsym(h, "__cxa_demangle") : NULL;
+	}
+	if (fn == NULL)
+		return;
+	out = fn(name, NULL, NULL, &status);
+	if (out != NULL && status == 0)
+		snprintf(name, len, "%s", out);
+	free(out);
+}
+
 bool sym_lookup(struct symbolizer *s, uint64_t ret_addr, struct sym_info *ret)
 {
 	/* A return address points after the call: look the call up. */
 	Dwarf_Addr addr = ret_addr > 0 ? ret_addr - 1 : 0;
 	Dwfl_Module *m = dwfl_addrmodule(s->dwfl, addr);
 	GElf_Off off = 0;
+	Dwarf_Addr start = 0;
 	GElf_Sym sym;
 	const char *name, *mod, *src;
 	Dwfl_Line *line;
@@ -72,11 +103,15 @@ bool sym_lookup(struct symbolizer *s, uint64_t ret_addr, struct sym_info *ret)
 	memset(ret, 0, sizeof(*ret));
 	if (m == NULL)
 		return false;
-	mod = dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+	mod = dwfl_module_info(m, NULL, &start, NULL, NULL, NULL, NULL, NULL);
 	copy(ret->module, sizeof(ret->module), mod);
 	name = dwfl_module_addrinfo(m, addr, &off, &sym, NULL, NULL, NULL);
 	copy(ret->function, sizeof(ret->function), name);
-	ret->offset = name != NULL ? off + 1 : 0;
+	ret->allocator =
+	        name != NULL && (strncmp(name, "_Znw", 4) == 0 || strncmp(name, "_Zna", 4) == 0);
+	demangle(ret->function, sizeof(ret->function));
+	/* the return address's offset in its function, else in its module */
+	ret->offset = name != NULL ? off + 1 : ret_addr - start;
 	line = dwfl_module_getsrc(m, addr);
 	src = line != NULL ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
 	if (src != NULL) {

@@ -15,10 +15,11 @@ struct symbolizer;
 
 struct sym_info {
 	char function[256]; /* "" when unknown */
-	uint64_t offset;    /* from the function's start */
+	uint64_t offset;    /* from the function's start (the module's when unknown) */
 	char file[256];     /* source file base name, "" when unknown */
 	int line;
 	char module[256]; /* the ELF file's path */
+	bool allocator;   /* operator new or new[]: not a call site of interest */
 };
 
 /* NULL when libdw cannot even start (errno set). */

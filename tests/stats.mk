@@ -22,3 +22,8 @@ tests_host_stats_malloc_LDADD = $(PTHREAD_LIBS) -ldl
 # The segment reader's unit suite, in the one Check runner.
 tests_check_scratch_SOURCES += tests/check_segread.c
 tests_check_scratch_LDADD += libscratch_segread.la
+
+# A C++ host: growths through operator new, demangled call sites.
+check_PROGRAMS += tests/host_stats_cxx
+tests_host_stats_cxx_SOURCES = tests/stats_cxx.cc
+tests_host_stats_cxx_CXXFLAGS = $(AM_CXXFLAGS) -g -O1 -fno-omit-frame-pointer
