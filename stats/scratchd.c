@@ -24,6 +24,7 @@
 #include <string.h>
 #include <dirent.h>
 #include <sys/inotify.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -439,10 +440,17 @@ static void mark_exited(struct sd_proc *p, const char *reason, const struct segr
 	drain(p, true);
 	sample(p);
 	/* A dead process's file is stale unless it asked to be kept; the
-	 * final state lives on in memory (and in p->fd) for the retention. */
+	 * final state lives on in memory for the retention. */
 	if (!(p->seg.flags & SCRATCH_SEG_F_KEEP) && fstat(p->fd, &st) == 0 && st.st_nlink > 0 &&
 	    unlinkat(dirfd_cache(), p->file, 0) == 0)
 		p->unlinked = true;
+	/* Everything is copied out now: free the descriptor, so a host that
+	 * forks thousands of short processes cannot exhaust ours. */
+	close(p->fd);
+	p->fd = -1;
+	p->seg.src.fd = -1;
+	p->seg.src.mem = NULL;
+	p->seg.src.mem_size = 0;
 	if (verbose)
 		logmsg("%s: pid %d no longer live (%s)", p->file, p->seg.pid, reason);
 }
@@ -675,6 +683,17 @@ out_bad:
 	return 2;
 }
 
+/* One descriptor per live process: take the hard limit. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 static void handle_inotify(int fd)
 {
 	char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
@@ -741,6 +760,7 @@ int main(int argc, char **argv)
 	rc = parse_args(argc, argv, &run_dir, &listen_on);
 	if (rc != 0)
 		return rc;
+	raise_fd_limit();
 	sd.retired = calloc(SD_MAX_RETIRED, sizeof(*sd.retired));
 	if (sd.retired == NULL)
 		return 1;
