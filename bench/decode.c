@@ -153,24 +153,8 @@ static char *alloc_or_fail(struct decode *d, size_t n)
 	char *p = malloc(n);
 
 	if (!p)
-		d->failed = 1;
+		__atomic_store_n(&d->failed, 1, __ATOMIC_RELAXED);
 	return p;
-}
-
-/* Buffers the floor keeps for the whole run: one set per worker, one shared
- * buffer and one logits buffer. Returns false when malloc fails. */
-static bool prealloc_all(struct decode *d, char **shared, char **logits)
-{
-	unsigned w;
-	size_t i;
-
-	for (w = 0; w < d->workers; w++)
-		for (i = 0; i < NTEMPS; i++)
-			if (!(d->job.bufs[w][i] = alloc_or_fail(d, temp_sizes[i])))
-				return false;
-	*shared = alloc_or_fail(d, SHARED_SIZE);
-	*logits = alloc_or_fail(d, LOGITS_SIZE);
-	return *shared && *logits;
 }
 
 static void free_worker_bufs(struct decode *d)
@@ -185,6 +169,8 @@ static void free_worker_bufs(struct decode *d)
 		}
 }
 
+/* One set of temporaries per worker, in job.bufs. Returns false when malloc
+ * fails; what was allocated stays in job.bufs for free_worker_bufs(). */
 static bool alloc_worker_bufs(struct decode *d)
 {
 	unsigned w;
@@ -195,6 +181,17 @@ static bool alloc_worker_bufs(struct decode *d)
 			if (!(d->job.bufs[w][i] = alloc_or_fail(d, temp_sizes[i])))
 				return false;
 	return true;
+}
+
+/* Buffers the floor keeps for the whole run: one set per worker, one shared
+ * buffer and one logits buffer. Returns false when malloc fails. */
+static bool prealloc_all(struct decode *d, char **shared, char **logits)
+{
+	if (!alloc_worker_bufs(d))
+		return false;
+	*shared = alloc_or_fail(d, SHARED_SIZE);
+	*logits = alloc_or_fail(d, LOGITS_SIZE);
+	return *shared && *logits;
 }
 
 /* One token: every layer, then the logits. Buffers come from malloc unless
