@@ -200,8 +200,8 @@ void scratch__counters_read(const struct scratch__counters *c, struct scratch__c
 		s1 = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
 		for (size_t i = 0; i < n; i++)
 			dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		s2 = __atomic_load_n(&c->seq, __ATOMIC_RELAXED);
+		SCRATCH__FENCE_ACQUIRE();
+		s2 = SCRATCH__SEQ_LOAD(&c->seq);
 		/* A writer that died mid-update (a thread lost to fork) leaves
 		 * seq odd forever: after enough tries, take what is there. */
 		if ((s1 == s2 && (s1 & 1) == 0) || tries > 1000)
@@ -960,6 +960,17 @@ bool scratch_range(size_t *ret_min, size_t *ret_max)
 		*ret_min = g.min;
 	if (ret_max != NULL)
 		*ret_max = g.min + g.span;
+	return true;
+}
+
+bool scratch_region(uintptr_t *ret_base, size_t *ret_size)
+{
+	if (!scratch__init())
+		return false;
+	if (ret_base != NULL)
+		*ret_base = g.base;
+	if (ret_size != NULL)
+		*ret_size = g.size;
 	return true;
 }
 

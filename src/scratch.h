@@ -109,6 +109,13 @@ SCRATCH_API size_t scratch_class_size(size_t size);
  * acquire fails with ERANGE. */
 SCRATCH_API bool scratch_range(size_t *ret_min, size_t *ret_max);
 
+/* The address range every pool block lies in: a pointer outside
+ * [*ret_base, *ret_base + *ret_size) is never a pool block, so a caller
+ * such as the preload shim's free() can rule foreign pointers out without
+ * a call. Fixed once the pools are initialised. Returns false (outputs
+ * untouched) when the pools are disabled. */
+SCRATCH_API bool scratch_region(uintptr_t *ret_base, size_t *ret_size);
+
 /*
  * Return idle memory to the OS: the calling thread's cache, the depot and
  * the caches of exited threads, at once; every other thread empties its own

@@ -413,7 +413,7 @@ struct scratch__counters *scratch__segment_thread_attach(uint32_t index, pid_t t
 		return NULL;
 	t = thread_slot(index);
 	__atomic_store_n(&t->state, SCRATCH_SEG_BUSY, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	SCRATCH__FENCE_RELEASE();
 	memset(&t->c, 0, sizeof(t->c));
 	t->tid = (int32_t)tid;
 	t->generation++;

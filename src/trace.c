@@ -68,7 +68,7 @@ void scratch__trace_growth(pid_t tid, uint64_t bytes, uint32_t cls, uint32_t own
 	/* seq first, then (release) the payload: a reader that sees the new
 	 * seq_end below also sees seq == s, or knows the record is torn. */
 	__atomic_store_n(&r->seq, s, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	SCRATCH__FENCE_RELEASE();
 	r->time_ns = scratch__os_realtime_ns();
 	r->bytes = bytes;
 	r->tid = (int32_t)tid;

@@ -11,7 +11,8 @@ TESTS += tests/check_scratch
 
 TESTS += tests/exports.test tests/man.test tests/format.test tests/valgrind.test
 EXTRA_DIST += tests/exports.test tests/man.test tests/format.test tests/valgrind.test \
-	tests/env.sh.in tests/exports.expected tests/exports-preload.expected
+	tests/env.sh.in tests/exports.expected tests/exports-preload.expected \
+	tests/valgrind.supp
 DISTCLEANFILES += tests/env.sh
 
 include $(srcdir)/tests/shim.mk
