@@ -307,16 +307,32 @@ Comparison allocators: jemalloc ${je:-not installed}, tcmalloc ${tc:-not install
 EOF
 
 # --- 1. decode loop ----------------------------------------------------------
+# shuffle SEED WORDS...: the words in an order that depends on SEED.
+shuffle() {
+	echo "$@" | awk -v seed="$1" '{
+		srand(seed + 0); n = 0
+		for (i = 2; i <= NF; i++) a[++n] = $i
+		for (i = n; i > 1; i--) { j = int(rand() * i) + 1; x = a[i]; a[i] = a[j]; a[j] = x }
+		for (i = 1; i <= n; i++) printf "%s%s", a[i], i < n ? " " : "\n" }'
+}
+
 bench_decode() {
 # The floor and the shims, where the targets are judged, get more rounds
-# than the comparison allocators (which are also the slow ones).
+# than the comparison allocators (which are also the slow ones). Each round
+# runs the configurations in a new order: a run's first touches cost more
+# when the run before it left no freshly freed huge pages behind (on a VM
+# whose free memory goes back to the host), so no configuration may always
+# follow the same neighbour.
 fast_cfgs="floor shim-glibc shim-jemalloc shim-glibc-nothp"
 slow_cfgs="glibc jemalloc jemalloc-tuned tcmalloc mimalloc"
 r=1
 while [ "$r" -le "$frounds" ]; do
 	cfgs=$fast_cfgs
 	[ "$r" -le "$rounds" ] && cfgs="$fast_cfgs $slow_cfgs"
+	seed=$((r * 2))
 	for variant in default main-alloc; do
+		seed=$((seed + 1))
+		cfgs=$(shuffle $seed $cfgs)
 		progress "decode loop, $variant, round $r of $frounds"
 		vflag=
 		[ "$variant" = main-alloc ] && vflag=--main-alloc
@@ -341,10 +357,10 @@ cat <<EOF
    tokens/s and faults/token (minflt+majflt) cover the tokens after them; peak RSS is VmHWM.
    The floor preallocates and pre-faults every buffer before its timer.
    Targets (shim rows): >= 1.00x the floor's tokens/s, 0 faults per token in steady state,
-   peak RSS <= 1.25x the floor's. Medians of $frounds interleaved rounds for the floor and the
-   shims, of $rounds for the other allocators; ratios are medians of the per-round ratios. The
-   last row (shim on glibc with SCRATCH_CONF=thp:false: no huge pages) shows what transparent
-   huge pages cost at first touch and give back in the steady state.
+   peak RSS <= 1.25x the floor's. Medians of $frounds interleaved rounds (each in a new order) for
+   the floor and the shims, of $rounds for the other allocators; ratios are medians of the
+   per-round ratios. The last row (shim on glibc with SCRATCH_CONF=thp:false: no huge pages)
+   shows what transparent huge pages cost at first touch and give back in the steady state.
 
  a) workers allocate their own temporaries:
 EOF
