@@ -18,28 +18,69 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "internal.h"
 
-/* This thread's errno without a call into libc each time (the paths that
- * must keep errno are hot): its address is fixed for the thread's life, and
- * the same in a forked child. */
-static __thread int *shim_errno_ptr __attribute__((tls_model("initial-exec")));
+/*
+ * This thread's errno without a call into libc (the paths that must keep
+ * errno are hot). libc's errno is an initial-exec thread-local, so it lies
+ * at the same offset from the thread pointer in every thread of the process
+ * (and in a forked child): errno_tpoff, learned once by errno_learn() before
+ * the shim publishes its ranges, makes an access one load of the offset and
+ * one %fs-relative access, with no per-thread set-up. Until it is learned
+ * the offset is 0, the thread pointer's own first word: errno_save() and
+ * errno_restore() then read it and write the same value back, which changes
+ * nothing (the paths that can run that early keep errno themselves).
+ */
+#if defined(__x86_64__) && defined(__SEG_FS)
+static uintptr_t errno_tpoff;
 
-static inline int *shim_errno(void)
+static inline void errno_learn(void)
 {
-	int *e = shim_errno_ptr;
+	uintptr_t tp = *(const uintptr_t __seg_fs *)0; /* the TCB's self pointer */
 
-	if (unlikely(e == NULL))
-		shim_errno_ptr = e = &errno;
-	return e;
+	__atomic_store_n(&errno_tpoff, (uintptr_t)&errno - tp, __ATOMIC_RELAXED);
 }
 
+static inline int errno_save(void)
+{
+	return *(const int __seg_fs *)errno_tpoff;
+}
+
+static inline void errno_restore(int saved)
+{
+	*(int __seg_fs *)errno_tpoff = saved;
+}
+#else
+static inline void errno_learn(void)
+{
+}
+
+static inline int errno_save(void)
+{
+	return errno;
+}
+
+static inline void errno_restore(int saved)
+{
+	errno = saved;
+}
+#endif
+
+/*
+ * backend_malloc_fast() serves the requests of at least BACKEND_FAST_MIN
+ * bytes that the pools do not take (below min_size); backend_malloc()
+ * serves any size. malloc's fast path tests both bounds with one compare.
+ */
+static inline void *backend_malloc_fast(size_t size);
 static inline void *backend_malloc(size_t size);
 static inline void *backend_calloc(size_t count, size_t size);
 /* p is a backend block (not NULL), size is not 0. */
 static inline void *backend_realloc(void *p, size_t size);
-/* p is a backend block (not NULL); errno is left as it was. */
+/* p is a backend block or NULL (which does nothing); errno is left as it
+ * was once errno_learn() ran. BACKEND_FREE_IS_JUMP is 1 when it compiles to
+ * a tail jump into the backend, 0 when it must do work after the call. */
 static inline void backend_free(void *p);
 
 /*

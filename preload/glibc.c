@@ -24,7 +24,15 @@ extern void __libc_free(void *p);
 extern void *__libc_memalign(size_t alignment, size_t size);
 extern void *__libc_pvalloc(size_t size);
 
+/* glibc's malloc takes every size itself. */
+#define BACKEND_FAST_MIN 0
+
 static inline void *backend_malloc(size_t size)
+{
+	return __libc_malloc(size);
+}
+
+static inline void *backend_malloc_fast(size_t size)
 {
 	return __libc_malloc(size);
 }
@@ -41,6 +49,8 @@ static inline void *backend_realloc(void *p, size_t size)
 
 /* glibc >= 2.33 keeps errno across free (munmap or madvise may fail), which
  * is the contract; older ones are not supported. */
+#define BACKEND_FREE_IS_JUMP 1
+
 static inline void backend_free(void *p)
 {
 	__libc_free(p);

@@ -33,13 +33,43 @@
  * hides under its own, so they are taken from libjemalloc's handle (whose
  * scope is libjemalloc and libc, never the shim), once, from the
  * constructor, outside any allocation, and only if they are defined by the
- * object that defines mallocx. Until then, and if the lookup fails,
- * mallocx and dallocx serve: both pairs are the same allocator.
+ * object that defines mallocx. Until then, and if the lookup fails, the
+ * pointers hold wrappers over mallocx and dallocx (both pairs are the same
+ * allocator), so a call through them is never tested for NULL: the shim's
+ * malloc ends in a jump through the pointer. They are set before the host
+ * has threads, and read as plain loads.
  */
 typedef void *(*malloc_fn)(size_t);
 typedef void (*free_fn)(void *);
-static malloc_fn je_malloc;
-static free_fn je_free;
+
+SCRATCH_COLD static void *fail_nomem(void)
+{
+	errno = ENOMEM;
+	return NULL;
+}
+
+static void *alloc(size_t size, int flags)
+{
+	/* mallocx(0) is undefined; glibc's malloc(0) gives a unique block. */
+	void *p = mallocx(size ? size : 1, flags);
+
+	return likely(p) ? p : fail_nomem();
+}
+
+/* Sizes of at least GLIBC_MALLOC_ALIGNMENT, until jemalloc's malloc is known. */
+static void *malloc_by_mallocx(size_t size)
+{
+	return alloc(size, 0);
+}
+
+static void free_by_dallocx(void *p)
+{
+	if (p)
+		dallocx(p, 0);
+}
+
+static malloc_fn je_malloc = malloc_by_mallocx;
+static free_fn je_free = free_by_dallocx;
 
 /* The base address of the object that defines f, or NULL. */
 static void *object_of(const void *f)
@@ -60,35 +90,28 @@ __attribute__((constructor)) static void jemalloc_backend_init(void)
 		void *je = object_of((const void *)(uintptr_t)mallocx);
 		if (m && f && je && object_of((const void *)(uintptr_t)m) == je &&
 		    object_of((const void *)(uintptr_t)f) == je) {
-			__atomic_store_n(&je_free, f, __ATOMIC_RELEASE);
-			__atomic_store_n(&je_malloc, m, __ATOMIC_RELEASE);
+			__atomic_store_n(&je_free, f, __ATOMIC_RELAXED);
+			__atomic_store_n(&je_malloc, m, __ATOMIC_RELAXED);
 		}
 		dlclose(h);
 	}
 	errno = saved;
 }
 
-SCRATCH_COLD static void *fail_nomem(void)
+/* jemalloc's malloc serves sizes from here up (it sets ENOMEM itself);
+ * smaller ones need mallocx for glibc's 16-byte alignment. */
+#define BACKEND_FAST_MIN GLIBC_MALLOC_ALIGNMENT
+
+static inline void *backend_malloc_fast(size_t size)
 {
-	errno = ENOMEM;
-	return NULL;
+	return je_malloc(size);
 }
 
-static void *alloc(size_t size, int flags)
-{
-	/* mallocx(0) is undefined; glibc's malloc(0) gives a unique block. */
-	void *p = mallocx(size ? size : 1, flags);
-
-	return likely(p) ? p : fail_nomem();
-}
-
+/* jemalloc's 16-byte class is 16-byte aligned, its smaller ones are not;
+ * malloc(0) gets a unique block of that class too, as in glibc. */
 static inline void *backend_malloc(size_t size)
 {
-	malloc_fn m = __atomic_load_n(&je_malloc, __ATOMIC_ACQUIRE);
-
-	if (likely(m != NULL && size >= GLIBC_MALLOC_ALIGNMENT))
-		return m(size); /* sets ENOMEM itself */
-	return alloc(size, size < GLIBC_MALLOC_ALIGNMENT ? TINY_FLAGS : 0);
+	return je_malloc(size < GLIBC_MALLOC_ALIGNMENT ? GLIBC_MALLOC_ALIGNMENT : size);
 }
 
 static inline void *backend_calloc(size_t count, size_t size)
@@ -107,18 +130,16 @@ static inline void *backend_realloc(void *p, size_t size)
 	return likely(q) ? q : fail_nomem();
 }
 
-/* jemalloc may purge (madvise) inside free; free must not change errno. */
+/* jemalloc (5.3) may purge (madvise) inside free and does not keep errno
+ * itself; free must not change it. */
+#define BACKEND_FREE_IS_JUMP 0
+
 static inline void backend_free(void *p)
 {
-	free_fn f = __atomic_load_n(&je_free, __ATOMIC_ACQUIRE);
-	int *e = shim_errno();
-	int saved = *e;
+	int saved = errno_save();
 
-	if (likely(f != NULL))
-		f(p);
-	else
-		dallocx(p, 0);
-	*e = saved;
+	je_free(p);
+	errno_restore(saved);
 }
 
 static inline void *backend_memalign(size_t alignment, size_t size)

@@ -7,10 +7,9 @@
  * A thin forwarding layer, the same for both backends: requests whose size
  * falls in the pools' range [min_size, max_size] go to the calling thread's
  * pool (scratch_acquire and friends), everything else to the backend of the
- * shared object (backend.h). free asks the pools first about any pointer
- * that could be a pool block (page aligned): scratch_release recognises one
- * in O(1) without reading foreign memory and declines anything else, which
- * then goes to the backend.
+ * shared object (backend.h). free hands a pointer to the pools only when it
+ * lies in the pools' address region (scratch_region), which no backend
+ * block ever does; any other pointer goes straight to the backend.
  *
  * Semantics are glibc's, whoever serves the call: malloc(0) and
  * realloc(NULL, 0) give a unique block, realloc(p, 0) frees p and returns
@@ -18,14 +17,21 @@
  * (EINVAL for a bad alignment), errno survives every successful call and
  * every free.
  *
- * The range is read once into globals; before that (calls that come before
- * the shim's constructor, from the loader or libc) the globals make every
- * request take the slow path, which initialises the library. Calls made by
- * the library while it initialises (on the same thread) go to the backend.
+ * The ranges are read once into globals; before that (calls that come
+ * before the shim's constructor, from the loader or libc) the globals make
+ * every request and every free take the slow path, which initialises the
+ * library. Calls made by the library while it initialises (on the same
+ * thread) go to the backend.
  *
- * Pass-through calls are counted in an initial-exec thread-local (its first
- * access never allocates) and handed to the library in batches, the last
- * one when the thread exits.
+ * The fast paths are a compare, the pass-through count and a jump to the
+ * backend (the objects are built with -fno-plt: the jump goes through the
+ * GOT entry, not a PLT stub): nothing is saved on the stack, and a pooled
+ * request costs one more compare before the call into the pools.
+ *
+ * Pass-through calls (every call the backend serves, free(NULL) included)
+ * are counted in an initial-exec thread-local (its first access never
+ * allocates) and handed to the library in batches, the last one when the
+ * thread exits.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -48,24 +54,44 @@
  * flush is a call into libscratch, a few thousand calls make it noise. */
 #define PASSTHROUGH_BATCH 4096
 
-/* Every pool block starts on a page (scratch_acquire's contract). */
-#define POOL_BLOCK_ALIGN 4096
-
 /* Removed from glibc's headers in 2.26, still exported for old binaries. */
 SHIM_API void cfree(void *p);
 
 enum shim_mode {
-	MODE_UNKNOWN, /* the range is not known yet */
-	MODE_POOLS,   /* pools on: [pool_lo, pool_lo + pool_span] is pooled */
+	MODE_UNKNOWN, /* the ranges are not known yet */
+	MODE_POOLS,   /* pools on */
 	MODE_PASS,    /* enabled:false or no pools: everything to the backend */
 };
 
+/*
+ * What the fast paths test, each with one compare, written once by
+ * shim_start(). It runs in the constructor, or at the first call if one
+ * comes earlier, before the host starts threads, so the fast paths read
+ * them as plain loads (which the compiler folds into the compares). The
+ * values before it make every request and every free take the slow paths,
+ * which learn them; with the pools off nothing but the backend is ever
+ * reached.
+ *
+ * pass_below: requests below it are never pooled (min_size; SIZE_MAX with
+ * the pools off). malloc_fast_span: malloc hands n straight to
+ * backend_malloc_fast() when n - BACKEND_FAST_MIN < malloc_fast_span.
+ * pool_lo, pool_span: n is pooled when n - pool_lo < pool_span (span 0: no
+ * request is). region_base, region_size: every pool block lies in
+ * [region_base, region_base + region_size) (scratch_region), a region the
+ * library maps once and never gives back, so no backend block is ever in
+ * it; free sends a pointer outside it straight to the backend.
+ */
 static int mode = MODE_UNKNOWN;
-/* A request n is pooled when n - pool_lo <= pool_span (one compare). Until
- * the range is known every request looks pooled, so it takes the slow path
- * that learns the range; with the pools off only SIZE_MAX does. */
+static size_t pass_below = 0;
+static size_t malloc_fast_span = 0;
 static size_t pool_lo = 0;
-static size_t pool_span = SIZE_MAX;
+static size_t pool_span = 0;
+static uintptr_t region_base = 0;
+static size_t region_size = SIZE_MAX;
+/* Where free sends a pointer in the region: free_early() until the start,
+ * then scratch_release() (a jump through this pointer, no mode test). */
+static int free_early(void *p);
+static int (*region_free)(void *p) = free_early;
 
 /* Pass-through calls left in this thread's current batch, counted down:
  * below zero, the batch is handed to the library (passthrough_refill). */
@@ -89,9 +115,11 @@ static size_t page_size(void)
 }
 
 /*
- * Learn the range from the library (which initialises itself on this first
- * call). Returns false when the caller is the library's own initialisation
- * calling back into malloc: that call must go to the backend.
+ * Learn the ranges from the library (which initialises itself on this
+ * first call). Returns false when the caller is the library's own
+ * initialisation calling back into malloc: that call must go to the
+ * backend. errno_tpoff is learned first: the fast paths that use it only
+ * run once the ranges are published.
  */
 SCRATCH_COLD static bool shim_start(void)
 {
@@ -100,12 +128,21 @@ SCRATCH_COLD static bool shim_start(void)
 	if (starting)
 		return false;
 	starting = true;
+	errno_learn();
 	int saved = errno;
-	size_t lo = 0, hi = 0;
-	bool on = scratch_range(&lo, &hi) && lo <= hi;
+	size_t lo = 0, hi = 0, size = 0;
+	uintptr_t base = 0;
+	bool on = scratch_range(&lo, &hi) && lo <= hi && hi < SIZE_MAX &&
+	          scratch_region(&base, &size);
 	errno = saved;
-	STORE(&pool_lo, on ? lo : SIZE_MAX);
-	STORE(&pool_span, on ? hi - lo : 0);
+	size_t below = on ? lo : SIZE_MAX;
+	STORE(&pool_lo, on ? lo : 0);
+	STORE(&pool_span, on ? hi - lo + 1 : 0);
+	STORE(&region_base, on ? base : 0);
+	STORE(&region_size, on ? size : 0);
+	STORE(&region_free, on ? scratch_release : free_early);
+	STORE(&pass_below, below);
+	STORE(&malloc_fast_span, below > BACKEND_FAST_MIN ? below - BACKEND_FAST_MIN : 0);
 	__atomic_store_n(&mode, on ? MODE_POOLS : MODE_PASS, __ATOMIC_RELEASE);
 	starting = false;
 	return true;
@@ -113,36 +150,31 @@ SCRATCH_COLD static bool shim_start(void)
 
 static inline bool in_range(size_t n)
 {
-	return n - LOAD(&pool_lo) <= LOAD(&pool_span);
+	return n - pool_lo < pool_span;
 }
 
-SCRATCH_COLD static bool pools_start(void)
+/* Is a request of n bytes pooled? For the paths that tested n >=
+ * pass_below first: before the start (when pass_below is 0) this learns
+ * the range. */
+static bool pooled(size_t n)
 {
-	return shim_start() && __atomic_load_n(&mode, __ATOMIC_ACQUIRE) == MODE_POOLS;
+	if (likely(in_range(n)))
+		return true;
+	return unlikely(__atomic_load_n(&mode, __ATOMIC_ACQUIRE) == MODE_UNKNOWN) && shim_start() &&
+	       in_range(n);
 }
 
-/* The pools are known to be on. A caller that saw in_range(n) before this
- * may have read the range before it was published: the library checks the
- * range again and refuses (ERANGE), and the backend serves the request. */
-static inline bool pools_on(void)
+/* Could p be a pool block? Before the start every pointer could. */
+static inline bool in_region(const void *p)
 {
-	return likely(__atomic_load_n(&mode, __ATOMIC_ACQUIRE) == MODE_POOLS) || pools_start();
+	return (uintptr_t)p - region_base < region_size;
 }
 
-/* Pool blocks are page aligned (scratch.h), small blocks of any backend
- * almost never are: the library is asked only about pointers that could be
- * its own, so freeing a small block does not leave the shim. */
-static inline bool maybe_pool_block(const void *p)
-{
-	return ((uintptr_t)p & (POOL_BLOCK_ALIGN - 1)) == 0;
-}
-
-/* Capacity of p when it is a pool block, else 0. */
+/* Capacity of p when it is a pool block, else 0. scratch_usable_size()
+ * never initialises the library and never reads foreign memory. */
 static size_t pool_block_size(const void *p)
 {
-	if (!maybe_pool_block(p))
-		return 0;
-	if (!pools_on())
+	if (!in_region(p))
 		return 0;
 	return scratch_usable_size(p);
 }
@@ -201,61 +233,112 @@ static void *pass_malloc(size_t n)
 	return backend_malloc(n);
 }
 
+/* Counted before a backend_free() that is a jump (nothing to keep across
+ * the count then), after one that is a call (nothing to keep across the
+ * count's refill then: p is gone). */
 static void pass_free(void *p)
 {
-	passthrough();
-	backend_free(p);
+	if (BACKEND_FREE_IS_JUMP) {
+		passthrough();
+		backend_free(p);
+	} else {
+		backend_free(p);
+		passthrough();
+	}
 }
 
-/* A pooled request, falling back to the backend when the pools are out of
- * address space (errno as it was unless both fail). Out of line: the
- * small-request path stays a compare and a jump. */
-__attribute__((noinline)) static void *pool_malloc(size_t n)
+static void *malloc_slow(size_t n);
+
+/* The requests backend_malloc_fast() does not take, and every request
+ * before the start (which learns the range). */
+SCRATCH_COLD static void *malloc_other(size_t n)
 {
-	if (unlikely(!pools_on()))
-		return pass_malloc(n);
-	int *e = shim_errno();
-	int saved = *e;
+	if (pooled(n))
+		return malloc_slow(n);
+	return pass_malloc(n);
+}
+
+/*
+ * malloc's slow path: pooled requests, falling back to the backend when the
+ * pools are out of address space (errno as it was unless both fail). Out of
+ * line: the small-request path stays a compare and a jump, with no frame.
+ */
+__attribute__((noinline)) static void *malloc_slow(size_t n)
+{
+	if (unlikely(!in_range(n)))
+		return malloc_other(n);
+	int saved = errno_save();
 	void *p = scratch_acquire(n);
 	if (likely(p))
 		return p;
-	*e = saved;
+	errno_restore(saved);
 	return pass_malloc(n);
 }
+
+#if BACKEND_FAST_MIN > 0
+/* Out of line, so that malloc itself needs no frame. */
+__attribute__((noinline)) static void *malloc_tiny(size_t n)
+{
+	return pass_malloc(n);
+}
+#endif
 
 static inline void *shim_malloc(size_t n)
 {
-	if (unlikely(in_range(n)))
-		return pool_malloc(n);
-	return pass_malloc(n);
+	if (likely(n - BACKEND_FAST_MIN < malloc_fast_span)) {
+		passthrough();
+		return backend_malloc_fast(n);
+	}
+#if BACKEND_FAST_MIN > 0
+	if (n < BACKEND_FAST_MIN) /* never pooled: the backend's smallest sizes */
+		return malloc_tiny(n);
+#endif
+	return malloc_slow(n);
 }
 
+/*
+ * free before the start: the library is asked about every pointer (a host
+ * that links libscratch may have lent blocks already; it declines the
+ * others without initialising anything), and the backend gets the rest,
+ * errno kept by hand because backend_free() can rely on errno_tpoff only
+ * after the start. Returns 0 like scratch_release(), which takes its place
+ * in region_free at the start.
+ */
+SCRATCH_COLD static int free_early(void *p)
+{
+	if (!p || scratch_release(p) == 0)
+		return 0;
+	int saved = errno;
+	pass_free(p);
+	errno = saved;
+	return 0;
+}
+
+/*
+ * A pointer in the pools' region is, in a correct program, a pool block
+ * (the backend never has memory there): scratch_release() takes it, or
+ * declines a pointer it did not lend (a double or wild free), which is then
+ * dropped rather than handed to a backend that never saw it. free(NULL)
+ * goes to the backend (both take it): a test fewer on the fast path.
+ */
 static inline void shim_free(void *p)
 {
-	int m = __atomic_load_n(&mode, __ATOMIC_ACQUIRE);
-
-	if (likely(m == MODE_POOLS)) {
-		if (maybe_pool_block(p) && scratch_release(p) == 0)
-			return;
-	} else if (unlikely(m == MODE_UNKNOWN)) {
-		if (pool_block_size(p) && scratch_release(p) == 0)
-			return;
+	if (unlikely(in_region(p))) {
+		region_free(p);
+		return;
 	}
 	pass_free(p);
 }
 
-__attribute__((noinline)) static void *pool_calloc(size_t count, size_t size, size_t total)
+__attribute__((noinline)) static void *calloc_slow(size_t count, size_t size, size_t total)
 {
-	if (!pools_on()) {
-		passthrough();
-		return backend_calloc(count, size);
+	if (pooled(total)) {
+		int saved = errno_save();
+		void *p = scratch_acquire_zeroed(total);
+		if (likely(p))
+			return p;
+		errno_restore(saved);
 	}
-	int *e = shim_errno();
-	int saved = *e;
-	void *p = scratch_acquire_zeroed(total);
-	if (likely(p))
-		return p;
-	*e = saved;
 	passthrough();
 	return backend_calloc(count, size);
 }
@@ -266,9 +349,9 @@ static size_t pow2_ceil(size_t a)
 	return (a & (a - 1)) ? (size_t)1 << (64 - __builtin_clzll((unsigned long long)a)) : a;
 }
 
-__attribute__((noinline)) static void *pool_memalign(size_t alignment, size_t n)
+__attribute__((noinline)) static void *memalign_slow(size_t alignment, size_t n)
 {
-	if (!pools_on() || alignment > SIZE_MAX / 2 + 1)
+	if (!pooled(n) || alignment > SIZE_MAX / 2 + 1)
 		goto backend;
 	int saved = errno;
 	/* Every pool block is page aligned; larger alignments are free up to
@@ -285,8 +368,8 @@ backend:
 
 static void *shim_memalign(size_t alignment, size_t n)
 {
-	if (unlikely(in_range(n)))
-		return pool_memalign(alignment, n);
+	if (unlikely(n >= pass_below))
+		return memalign_slow(alignment, n);
 	passthrough();
 	return backend_memalign(alignment, n);
 }
@@ -296,7 +379,7 @@ static void *shim_memalign(size_t alignment, size_t n)
  * bound (a quarter of the request), or a new block would be no smaller. */
 static bool realloc_in_place(size_t cap, size_t n)
 {
-	if (!in_range(n))
+	if (!pooled(n))
 		return false;
 	return cap - n <= n / 4 || scratch_class_size(n) >= cap;
 }
@@ -323,7 +406,7 @@ static void *realloc_pool_block(void *p, size_t cap, size_t n)
 /* realloc of the backend block p to a pooled size n. */
 SCRATCH_COLD static void *realloc_into_pool(void *p, size_t n)
 {
-	size_t old = pools_on() ? backend_usable_size(p) : 0;
+	size_t old = backend_usable_size(p);
 
 	/* Without the old size the data cannot be moved: the backend keeps it. */
 	if (old) {
@@ -352,7 +435,7 @@ static void *shim_realloc(void *p, size_t n)
 	size_t cap = pool_block_size(p);
 	if (unlikely(cap))
 		return realloc_pool_block(p, cap, n);
-	if (unlikely(in_range(n)))
+	if (unlikely(n >= pass_below) && pooled(n))
 		return realloc_into_pool(p, n);
 	passthrough();
 	return backend_realloc(p, n);
@@ -369,14 +452,12 @@ SHIM_API void *malloc(size_t size)
 
 SHIM_API void free(void *p)
 {
-	if (likely(p))
-		shim_free(p);
+	shim_free(p);
 }
 
 SHIM_API void cfree(void *p)
 {
-	if (p)
-		shim_free(p);
+	shim_free(p);
 }
 
 SHIM_API void *calloc(size_t count, size_t size)
@@ -387,8 +468,8 @@ SHIM_API void *calloc(size_t count, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (unlikely(in_range(total)))
-		return pool_calloc(count, size, total);
+	if (unlikely(total >= pass_below))
+		return calloc_slow(count, size, total);
 	passthrough();
 	return backend_calloc(count, size);
 }
@@ -448,7 +529,7 @@ SHIM_API void *pvalloc(size_t size)
 		return NULL;
 	}
 	rounded &= ~(page - 1);
-	if (unlikely(in_range(rounded)) && pools_on()) {
+	if (unlikely(rounded >= pass_below) && pooled(rounded)) {
 		int saved = errno;
 		void *p = scratch_acquire(rounded);
 		if (p)
