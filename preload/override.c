@@ -247,26 +247,13 @@ static void pass_free(void *p)
 	}
 }
 
-static void *malloc_slow(size_t n);
-
-/* The requests backend_malloc_fast() does not take, and every request
- * before the start (which learns the range). */
-SCRATCH_COLD static void *malloc_other(size_t n)
-{
-	if (pooled(n))
-		return malloc_slow(n);
-	return pass_malloc(n);
-}
-
 /*
- * malloc's slow path: pooled requests, falling back to the backend when the
- * pools are out of address space (errno as it was unless both fail). Out of
- * line: the small-request path stays a compare and a jump, with no frame.
+ * A pooled request, falling back to the backend when the pools are out of
+ * address space (errno as it was unless both fail). Out of line, like
+ * every path but the small one, so that malloc itself needs no frame.
  */
-__attribute__((noinline)) static void *malloc_slow(size_t n)
+__attribute__((noinline)) static void *malloc_pool(size_t n)
 {
-	if (unlikely(!in_range(n)))
-		return malloc_other(n);
 	int saved = errno_save();
 	void *p = scratch_acquire(n);
 	if (likely(p))
@@ -275,13 +262,19 @@ __attribute__((noinline)) static void *malloc_slow(size_t n)
 	return pass_malloc(n);
 }
 
-#if BACKEND_FAST_MIN > 0
-/* Out of line, so that malloc itself needs no frame. */
-__attribute__((noinline)) static void *malloc_tiny(size_t n)
+/* The requests backend_malloc_fast() does not take and the pools do not
+ * either (below BACKEND_FAST_MIN, above max_size), and every request before
+ * the start (which learns the range). */
+__attribute__((noinline)) static void *malloc_other(size_t n)
 {
+#if BACKEND_FAST_MIN > 0
+	if (n < BACKEND_FAST_MIN)
+		return pass_malloc(n);
+#endif
+	if (unlikely(pooled(n)))
+		return malloc_pool(n);
 	return pass_malloc(n);
 }
-#endif
 
 static inline void *shim_malloc(size_t n)
 {
@@ -289,11 +282,9 @@ static inline void *shim_malloc(size_t n)
 		passthrough();
 		return backend_malloc_fast(n);
 	}
-#if BACKEND_FAST_MIN > 0
-	if (n < BACKEND_FAST_MIN) /* never pooled: the backend's smallest sizes */
-		return malloc_tiny(n);
-#endif
-	return malloc_slow(n);
+	if (likely(in_range(n)))
+		return malloc_pool(n);
+	return malloc_other(n);
 }
 
 /*
