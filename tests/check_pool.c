@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -18,6 +19,17 @@
 
 #define KIB ((size_t)1 << 10)
 #define MIB ((size_t)1 << 20)
+
+/* Add keys to SCRATCH_CONF for this test (before its first pool call),
+ * keeping what the environment already sets (valgrind.test sets some). */
+static void conf_add(const char *keys)
+{
+	const char *old = getenv("SCRATCH_CONF");
+	char buf[512];
+
+	snprintf(buf, sizeof(buf), "%s%s%s", old ? old : "", old && *old ? "," : "", keys);
+	setenv("SCRATCH_CONF", buf, 1);
+}
 
 static struct scratch_stats thread_stats(void)
 {
@@ -223,7 +235,7 @@ START_TEST(test_cache_count_bound)
 	void *p[10];
 	struct scratch_stats s0, s;
 
-	setenv("SCRATCH_CONF", "cache_count:4", 1);
+	conf_add("cache_count:4");
 	for (int i = 0; i < 10; i++)
 		p[i] = scratch_acquire(64 * KIB);
 	for (int i = 0; i < 10; i++)
@@ -245,7 +257,7 @@ START_TEST(test_cache_bytes_bound)
 	void *p[8];
 	struct scratch_stats s;
 
-	setenv("SCRATCH_CONF", "cache_bytes:256K,depot_bytes:0", 1);
+	conf_add("cache_bytes:256K,depot_bytes:0");
 	for (int i = 0; i < 8; i++)
 		p[i] = scratch_acquire(64 * KIB);
 	for (int i = 0; i < 8; i++)
@@ -514,7 +526,7 @@ START_TEST(test_scripted_accounting)
 	uint64_t leased = 0, retained = 0, misses = 0;
 	struct scratch_stats s;
 
-	setenv("SCRATCH_CONF", "cache_count:1,depot_bytes:0", 1);
+	conf_add("cache_count:1,depot_bytes:0");
 	for (int i = 0; i < N; i++) {
 		caps[i] = scratch_class_size(sizes[i]);
 		first[i] = i;
@@ -612,7 +624,7 @@ START_TEST(test_limits_under_stress)
 	struct stress_arg a[N];
 	struct scratch_stats s;
 
-	setenv("SCRATCH_CONF", "cache_count:2,cache_bytes:4M,depot_bytes:8M", 1);
+	conf_add("cache_count:2,cache_bytes:4M,depot_bytes:8M");
 	for (int i = 0; i < N; i++) {
 		a[i] = (struct stress_arg){.seed = i + 11, .mailbox = box, .nbox = BOX};
 		ck_assert_int_eq(pthread_create(&t[i], NULL, stress, &a[i]), 0);
@@ -664,7 +676,7 @@ START_TEST(test_disabled)
 {
 	size_t lo, hi;
 
-	setenv("SCRATCH_CONF", "enabled:false", 1);
+	conf_add("enabled:false");
 	ck_assert(!scratch_range(&lo, &hi));
 	errno = 0;
 	ck_assert_ptr_null(scratch_acquire(64 * KIB));
@@ -678,7 +690,7 @@ START_TEST(test_conf_get)
 {
 	uint64_t v = 0;
 
-	setenv("SCRATCH_CONF", "min_size:128K,keep_segment:true", 1);
+	conf_add("min_size:128K,keep_segment:true");
 	ck_assert_int_eq(scratch_conf_get("min_size", &v), 0);
 	ck_assert_uint_eq(v, 128 * KIB);
 	ck_assert_int_eq(scratch_conf_get("keep_segment", &v), 0);
