@@ -76,18 +76,21 @@ enum shim_mode {
  * the pools off). malloc_fast_span: malloc hands n straight to
  * backend_malloc_fast() when n - BACKEND_FAST_MIN < malloc_fast_span.
  * pool_lo, pool_span: n is pooled when n - pool_lo < pool_span (span 0: no
- * request is). region_base, region_size: every pool block lies in
- * [region_base, region_base + region_size) (scratch_region), a region the
- * library maps once and never gives back, so no backend block is ever in
- * it; free sends a pointer outside it straight to the backend.
+ * request is). region_lo, region_hi: every pool block lies in [region_lo,
+ * region_hi) (scratch_region), a region the library maps once and never
+ * gives back, so no backend block is ever in it; free sends a pointer
+ * outside it straight to the backend. Two compares rather than one on
+ * p - region_lo: a pointer below the region (the brk heap, and the mappings
+ * made after the pools', the kernel placing them top down) is ruled out by
+ * the first compare alone.
  */
 static int mode = MODE_UNKNOWN;
 static size_t pass_below = 0;
 static size_t malloc_fast_span = 0;
 static size_t pool_lo = 0;
 static size_t pool_span = 0;
-static uintptr_t region_base = 0;
-static size_t region_size = SIZE_MAX;
+static uintptr_t region_lo = 0;
+static uintptr_t region_hi = UINTPTR_MAX;
 /* Where free sends a pointer in the region: free_early() until the start,
  * then scratch_release() (a jump through this pointer, no mode test). */
 static int free_early(void *p);
@@ -138,8 +141,8 @@ SCRATCH_COLD static bool shim_start(void)
 	size_t below = on ? lo : SIZE_MAX;
 	STORE(&pool_lo, on ? lo : 0);
 	STORE(&pool_span, on ? hi - lo + 1 : 0);
-	STORE(&region_base, on ? base : 0);
-	STORE(&region_size, on ? size : 0);
+	STORE(&region_lo, on ? base : UINTPTR_MAX);
+	STORE(&region_hi, on ? base + size : 0);
 	STORE(&region_free, on ? scratch_release : free_early);
 	STORE(&pass_below, below);
 	STORE(&malloc_fast_span, below > BACKEND_FAST_MIN ? below - BACKEND_FAST_MIN : 0);
@@ -167,7 +170,7 @@ static bool pooled(size_t n)
 /* Could p be a pool block? Before the start every pointer could. */
 static inline bool in_region(const void *p)
 {
-	return (uintptr_t)p - region_base < region_size;
+	return (uintptr_t)p >= region_lo && (uintptr_t)p < region_hi;
 }
 
 /* Capacity of p when it is a pool block, else 0. scratch_usable_size()
