@@ -21,7 +21,10 @@
  *
  * Output: a human line, then one line "decode key=value ..." for scripts.
  * tokens_per_s covers the whole run, warm-up included; steady_* figures cover
- * the tokens after --warmup. Faults are minflt+majflt of the whole process.
+ * the tokens after --warmup. Faults are minflt+majflt of the whole process;
+ * cpu_ms_per_token is its user+system time per token (the workers sleep in
+ * the barriers, so this is work done, which other load disturbs less than
+ * wall-clock time).
  */
 #include <errno.h>
 #include <limits.h>
@@ -229,6 +232,7 @@ static bool run_token(struct decode *d, unsigned tok, char *pre_shared, char *pr
 
 struct sample {
 	double t;
+	double cpu; /* user+system seconds of the whole process */
 	long faults;
 };
 
@@ -247,6 +251,8 @@ static struct sample take_sample(void)
 
 	getrusage(RUSAGE_SELF, &ru);
 	s.faults = ru.ru_minflt + ru.ru_majflt;
+	s.cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	        (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 	s.t = now();
 	return s;
 }
@@ -375,9 +381,11 @@ static void report(const struct decode *d, struct sample s0, struct sample s1, s
 	       (double)rss / 1024.0);
 	printf("decode variant=%s threads=%u tokens=%u layers=%u warmup=%u seconds=%.4f "
 	       "tokens_per_s=%.3f steady_tokens_per_s=%.3f faults=%ld faults_per_token=%.2f "
-	       "steady_faults_per_token=%.2f peak_rss_kib=%ld\n",
+	       "steady_faults_per_token=%.2f peak_rss_kib=%ld cpu_ms_per_token=%.3f "
+	       "steady_cpu_ms_per_token=%.3f\n",
 	       variant, d->workers, d->tokens, d->layers, d->warmup, secs, tps, steady_tps,
-	       s2.faults - s0.faults, fpt, steady_fpt, rss);
+	       s2.faults - s0.faults, fpt, steady_fpt, rss, (s2.cpu - s0.cpu) * 1e3 / d->tokens,
+	       (s2.cpu - s1.cpu) * 1e3 / steady);
 }
 
 /* The timed loop, with the workers already running. */
