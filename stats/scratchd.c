@@ -383,10 +383,24 @@ static bool grow_trace(struct sd_proc *p)
 	return true;
 }
 
+static bool owner_known(const struct sd_proc *p, uint32_t id)
+{
+	for (uint32_t i = 0; i < p->nowners; i++)
+		if (p->owners[i].id == id)
+			return true;
+	return false;
+}
+
 static void keep_record(void *ctx, const struct segread_record *r)
 {
 	struct sd_proc *p = ctx;
 	uint32_t at;
+
+	/* An owner registers before its first growth, so a record naming an
+	 * owner we have not sampled yet means the table is newer than our
+	 * copy: read it now, or the record would show no owner name. */
+	if (r->owner != 0 && !owner_known(p, r->owner))
+		read_owners(p);
 
 	if (p->trace_len == p->trace_cap && !grow_trace(p) && p->trace_cap == 0)
 		return;
