@@ -337,6 +337,7 @@ while [ "$r" -le "$frounds" ]; do
 	seed=$((r * 2))
 	for variant in default main-alloc; do
 		seed=$((seed + 1))
+		# shellcheck disable=SC2086 # one word per configuration
 		cfgs=$(shuffle $seed $cfgs)
 		progress "decode loop, $variant, round $r of $frounds"
 		vflag=
@@ -382,7 +383,9 @@ bench_stats() {
 r=1
 while [ "$r" -le "$orounds" ]; do
 	progress "stats on/off, round $r of $orounds"
+	# shellcheck disable=SC2086 # dargs splits into options on purpose
 	run stats shim-glibc decode $dargs
+	# shellcheck disable=SC2086
 	run stats shim-glibc-nostats decode $dargs
 	r=$((r + 1))
 done
