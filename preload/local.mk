@@ -8,7 +8,7 @@ lib_LTLIBRARIES += preload/libscratch-preload.la preload/libscratch-preload-jema
 # The shim defines malloc: the compiler must not turn its own code into
 # calls to it (malloc+memset into calloc, say). -fno-plt: every call to the
 # backend or the pools is one jump through its GOT entry (bound at load
-# time), not a PLT stub and then that jump.
+# time), not a jump into the PLT and then that jump.
 PRELOAD_CFLAGS = $(AM_CFLAGS) $(VISIBILITY_CFLAGS) -ftls-model=initial-exec -fno-plt \
 	-fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc -fno-builtin-free
 PRELOAD_LDFLAGS = -module -avoid-version -shared -no-undefined -Wl,-z,nodelete \

@@ -25,7 +25,7 @@
  *
  * The fast paths are a compare, the pass-through count and a jump to the
  * backend (the objects are built with -fno-plt: the jump goes through the
- * GOT entry, not a PLT stub): nothing is saved on the stack, and a pooled
+ * GOT entry, not through the PLT): nothing is saved on the stack, and a pooled
  * request costs one more compare before the call into the pools.
  *
  * Pass-through calls (every call the backend serves, free(NULL) included)
