@@ -139,6 +139,8 @@ static void proc_free(struct sd_proc *p)
  * symlink, opens only regular files owned by our uid, and O_NONBLOCK so a
  * FIFO planted there cannot hang the daemon. Under sd.lock.
  */
+static bool refresh_maps(struct sd_proc *p, bool *ret_empty);
+
 static void adopt(const char *name)
 {
 	char err[160];
@@ -183,6 +185,13 @@ static void adopt(const char *name)
 	}
 	p->next = sd.procs;
 	sd.procs = p;
+	/* Read the maps now: a trace request may come before the first
+	 * sampling round, and call sites cannot be resolved without them. */
+	{
+		bool empty;
+
+		(void)refresh_maps(p, &empty);
+	}
 	if (verbose)
 		logmsg("%s: pid %d %s", name, p->seg.pid, p->seg.exe);
 	return;
@@ -432,6 +441,13 @@ static bool drain(struct sd_proc *p, bool final)
 	        final || (p->stall_since != 0 && stats_mono_ns() - p->stall_since > 2000000000u);
 
 	rc = segread_drain(&p->seg, &p->next_seq, &p->lost, UINT64_MAX, force, keep_record, p);
+	/* New growths may come from code loaded since the maps were read
+	 * (growths are rare, so rereading the maps then costs little). */
+	if (p->next_seq != before && p->live && !final) {
+		bool empty;
+
+		(void)refresh_maps(p, &empty);
+	}
 	if (rc != -EAGAIN || p->next_seq != before)
 		p->stall_since = 0;
 	else if (p->stall_since == 0)
