@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <dlfcn.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <stdio.h>
@@ -88,6 +89,30 @@ static void demangle(char *name, size_t len)
 	free(out);
 }
 
+/*
+ * File and line of addr by walking the module's compilation units: the
+ * fallback for objects without .debug_aranges (clang emits none by
+ * default), where dwfl_module_getsrc finds no unit. Returns the file name
+ * (owned by libdw) or NULL.
+ */
+static const char *src_by_units(Dwfl_Module *m, Dwarf_Addr addr, int *ret_line)
+{
+	Dwarf_Die *cu = NULL;
+	Dwarf_Addr bias = 0;
+
+	while ((cu = dwfl_module_nextcu(m, cu, &bias)) != NULL) {
+		Dwarf_Line *l;
+
+		if (dwarf_haspc(cu, addr - bias) <= 0)
+			continue;
+		l = dwarf_getsrc_die(cu, addr - bias);
+		if (l == NULL || dwarf_lineno(l, ret_line) != 0)
+			return NULL;
+		return dwarf_linesrc(l, NULL, NULL);
+	}
+	return NULL;
+}
+
 bool sym_lookup(struct symbolizer *s, uint64_t ret_addr, struct sym_info *ret)
 {
 	/* A return address points after the call: look the call up. */
@@ -114,6 +139,8 @@ bool sym_lookup(struct symbolizer *s, uint64_t ret_addr, struct sym_info *ret)
 	ret->offset = name != NULL ? off + 1 : ret_addr - start;
 	line = dwfl_module_getsrc(m, addr);
 	src = line != NULL ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
+	if (src == NULL)
+		src = src_by_units(m, addr, &lineno);
 	if (src != NULL) {
 		const char *base = strrchr(src, '/');
 
