@@ -109,8 +109,7 @@ SCRATCH_HIDDEN void scratch__os_futex_wake(uint32_t *addr, int count);
 SCRATCH_HIDDEN void scratch__os_getcpu(int *ret_cpu, int *ret_node);
 SCRATCH_HIDDEN pid_t scratch__os_gettid(void);
 SCRATCH_HIDDEN unsigned scratch__os_ncpu(void);
-/* CLOCK_MONOTONIC and CLOCK_REALTIME in nanoseconds. */
-SCRATCH_HIDDEN uint64_t scratch__os_now_ns(void);
+/* CLOCK_REALTIME in nanoseconds. */
 SCRATCH_HIDDEN uint64_t scratch__os_realtime_ns(void);
 
 /* ---------------------------------------------------------------------- */

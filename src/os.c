@@ -137,14 +137,6 @@ unsigned scratch__os_ncpu(void)
 	return n > 0 ? (unsigned)n : 1;
 }
 
-uint64_t scratch__os_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 uint64_t scratch__os_realtime_ns(void)
 {
 	struct timespec ts;
