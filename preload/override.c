@@ -44,6 +44,7 @@
 
 #include "backend.h"
 #include "scratch.h"
+#include "shim.h"
 
 #define SHIM_API    __attribute__((visibility("default")))
 #define TLS_IE      __attribute__((tls_model("initial-exec")))
@@ -92,9 +93,10 @@ static size_t pool_span = 0;
 static uintptr_t region_lo = 0;
 static uintptr_t region_hi = UINTPTR_MAX;
 /* Where free sends a pointer in the region: free_early() until the start,
- * then scratch_release() (a jump through this pointer, no mode test). */
-static int free_early(void *p);
-static int (*region_free)(void *p) = free_early;
+ * then scratch__shim_release() (a jump through this pointer, no mode test). */
+static void free_early(void *p);
+static void (*region_free)(void *p) = free_early;
+static void *pass_malloc(size_t n);
 
 /* Pass-through calls left in this thread's current batch, counted down:
  * below zero, the batch is handed to the library (passthrough_refill). */
@@ -143,7 +145,9 @@ SCRATCH_COLD static bool shim_start(void)
 	STORE(&pool_span, on ? hi - lo + 1 : 0);
 	STORE(&region_lo, on ? base : UINTPTR_MAX);
 	STORE(&region_hi, on ? base + size : 0);
-	STORE(&region_free, on ? scratch_release : free_early);
+	if (on)
+		scratch__shim_setup(pass_malloc);
+	STORE(&region_free, on ? scratch__shim_release : free_early);
 	STORE(&pass_below, below);
 	STORE(&malloc_fast_span, below > BACKEND_FAST_MIN ? below - BACKEND_FAST_MIN : 0);
 	__atomic_store_n(&mode, on ? MODE_POOLS : MODE_PASS, __ATOMIC_RELEASE);
@@ -251,18 +255,13 @@ static void pass_free(void *p)
 }
 
 /*
- * A pooled request, falling back to the backend when the pools are out of
- * address space (errno as it was unless both fail). Out of line, like
- * every path but the small one, so that malloc itself needs no frame.
+ * A pooled request: the pools' own entry, which falls back to the backend
+ * (pass_malloc, set by shim_start) when they are out of address space,
+ * errno as it was unless both fail. A jump: malloc needs no frame.
  */
-__attribute__((noinline)) static void *malloc_pool(size_t n)
+static inline void *malloc_pool(size_t n)
 {
-	int saved = errno_save();
-	void *p = scratch_acquire(n);
-	if (likely(p))
-		return p;
-	errno_restore(saved);
-	return pass_malloc(n);
+	return scratch__shim_acquire(n);
 }
 
 /* The requests backend_malloc_fast() does not take and the pools do not
@@ -295,25 +294,24 @@ static inline void *shim_malloc(size_t n)
  * that links libscratch may have lent blocks already; it declines the
  * others without initialising anything), and the backend gets the rest,
  * errno kept by hand because backend_free() can rely on errno_tpoff only
- * after the start. Returns 0 like scratch_release(), which takes its place
- * in region_free at the start.
+ * after the start. scratch__shim_release() takes its place in region_free
+ * at the start.
  */
-SCRATCH_COLD static int free_early(void *p)
+SCRATCH_COLD static void free_early(void *p)
 {
 	if (!p || scratch_release(p) == 0)
-		return 0;
+		return;
 	int saved = errno;
 	pass_free(p);
 	errno = saved;
-	return 0;
 }
 
 /*
  * A pointer in the pools' region is, in a correct program, a pool block
- * (the backend never has memory there): scratch_release() takes it, or
- * declines a pointer it did not lend (a double or wild free), which is then
- * dropped rather than handed to a backend that never saw it. free(NULL)
- * goes to the backend (both take it): a test fewer on the fast path.
+ * (the backend never has memory there): scratch__shim_release() takes it,
+ * or drops a pointer it did not lend (a double or wild free) rather than
+ * hand it to a backend that never saw it. free(NULL) goes to the backend
+ * (both take it): a test fewer on the fast path.
  */
 static inline void shim_free(void *p)
 {

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "shim.h"
 
 #define PAGE_SHIFT 12
 #define PAGE_SIZE  (UINT64_C(1) << PAGE_SHIFT)
@@ -84,10 +85,19 @@ struct tcache {
 	struct scratch__counters own;
 };
 
-/* Thread pointer values below this are sentinels, not caches. */
-#define TC_NONE   ((struct tcache *)0) /* not attached yet */
-#define TC_DEAD   ((struct tcache *)1) /* exited, or no slot: use the orphan path */
-#define is_tc(tc) ((uintptr_t)(tc) > 1)
+/*
+ * Stub caches, never attached to a thread: tls_tc points at tc_none until
+ * the thread first reaches a slow path, at tc_dead once it exited or found
+ * no slot left (the orphan path serves it then). Their bins are empty and
+ * their tag matches no block's owner (a 16-bit value), so the fast paths
+ * need no test of their own: the stubs fall through to the slow paths,
+ * which tell them apart from real caches.
+ */
+static struct tcache tc_none = {.tag = UINT32_MAX};
+static struct tcache tc_dead = {.tag = UINT32_MAX};
+#define TC_NONE   (&tc_none)
+#define TC_DEAD   (&tc_dead)
+#define is_tc(tc) ((tc) != TC_NONE && (tc) != TC_DEAD)
 
 static struct {
 	int state;
@@ -120,7 +130,7 @@ static struct {
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
-static __thread struct tcache *tls_tc __attribute__((tls_model("initial-exec")));
+static __thread struct tcache *tls_tc __attribute__((tls_model("initial-exec"))) = TC_NONE;
 static __thread int tls_in_init __attribute__((tls_model("initial-exec")));
 static __thread int tls_exit_rounds __attribute__((tls_model("initial-exec")));
 
@@ -765,29 +775,73 @@ out:
 	return (void *)blk_addr(d);
 }
 
-void *scratch_acquire(size_t size)
+/*
+ * The hit path for a pooled size: pop the head of this thread's bin, or
+ * (empty bin, a stub cache, or a trim to honour first) return miss(size),
+ * a tail call. The bin's head and count are written by two scalar stores
+ * on purpose: the compiler would otherwise pair them into a vector store,
+ * three instructions more.
+ */
+static inline void *acquire_hit(uint64_t size, void *(*miss)(uint64_t))
 {
 	struct tcache *tc = tls_tc;
+	unsigned bin = size_bin(size);
+	struct bin *b = &tc->bins[bin];
+	uint32_t id = b->head;
 
-	if (likely(is_tc(tc) && size - g.min <= g.span)) {
-		unsigned bin = size_bin(size);
-		struct bin *b = &tc->bins[bin];
-		uint32_t id = b->head;
+	if (likely(id != 0 && tc->trim_seen == __atomic_load_n(&g.trim_epoch, __ATOMIC_RELAXED))) {
+		struct blk *d = &g.blk[id];
+		uint64_t cap = g.cls_size[bin];
 
-		if (likely(id != 0 &&
-		           tc->trim_seen == __atomic_load_n(&g.trim_epoch, __ATOMIC_RELAXED))) {
-			struct blk *d = &g.blk[id];
-			uint64_t cap = g.cls_size[bin];
-
-			b->head = d->next;
-			b->count--;
-			tc->cached_bytes -= cap;
-			d->state = BLK_LEASED;
-			count_lease(tc->c, cap, &tc->c->hits);
-			return (void *)blk_addr(d);
-		}
+		b->head = d->next;
+		__asm__("" : : : "memory");
+		b->count--;
+		tc->cached_bytes -= cap;
+		d->state = BLK_LEASED;
+		count_lease(tc->c, cap, &tc->c->hits);
+		return (void *)blk_addr(d);
 	}
+	return miss(size);
+}
+
+static void *acquire_miss(uint64_t size)
+{
 	return acquire_slow(size, NULL);
+}
+
+void *scratch_acquire(size_t size)
+{
+	if (likely(size - g.min <= g.span))
+		return acquire_hit(size, acquire_miss);
+	return acquire_slow(size, NULL);
+}
+
+static scratch__fallback_fn shim_fallback;
+
+void scratch__shim_setup(scratch__fallback_fn fallback)
+{
+	__atomic_store_n(&shim_fallback, fallback, __ATOMIC_RELEASE);
+}
+
+SCRATCH_COLD static void *shim_acquire_slow(uint64_t size)
+{
+	int saved = errno;
+	void *p = acquire_slow(size, NULL);
+	scratch__fallback_fn fallback;
+
+	if (likely(p != NULL))
+		return p;
+	errno = saved;
+	fallback = __atomic_load_n(&shim_fallback, __ATOMIC_ACQUIRE);
+	if (fallback != NULL)
+		return fallback(size);
+	errno = ENOMEM;
+	return NULL;
+}
+
+void *scratch__shim_acquire(size_t size)
+{
+	return acquire_hit(size, shim_acquire_slow);
 }
 
 void *scratch_acquire_zeroed(size_t size)
@@ -822,19 +876,29 @@ void *scratch_acquire_aligned(size_t alignment, size_t size)
 	return scratch_acquire(size);
 }
 
-/* Block id of p when p starts a lent pool block, else 0. Reads only the
- * region bounds and our own start table and descriptors. */
-static inline uint32_t lent_block(const void *p)
+/* Block id of the block starting off bytes into the region (off below the
+ * region's size) when it is lent, else 0. */
+static inline uint32_t lent_at(uintptr_t off)
 {
-	uintptr_t off = (uintptr_t)p - __atomic_load_n(&g.base, __ATOMIC_RELAXED);
 	uint32_t id;
 
-	if (off >= __atomic_load_n(&g.size, __ATOMIC_RELAXED) || (off & (PAGE_SIZE - 1)) != 0)
+	if ((off & (PAGE_SIZE - 1)) != 0)
 		return 0;
 	id = __atomic_load_n(&g.starttab[off >> PAGE_SHIFT], __ATOMIC_RELAXED);
 	if (id == 0 || g.blk[id].state != BLK_LEASED)
 		return 0;
 	return id;
+}
+
+/* Block id of p when p starts a lent pool block, else 0. Reads only the
+ * region bounds and our own start table and descriptors. */
+static inline uint32_t lent_block(const void *p)
+{
+	uintptr_t off = (uintptr_t)p - __atomic_load_n(&g.base, __ATOMIC_RELAXED);
+
+	if (off >= __atomic_load_n(&g.size, __ATOMIC_RELAXED))
+		return 0;
+	return lent_at(off);
 }
 
 /* Push a block onto its owner's remote-free list, then credit the owner.
@@ -906,16 +970,14 @@ SCRATCH_COLD static void release_slow(struct tcache *tc, uint32_t id)
 	errno = saved;
 }
 
-int scratch_release(void *p)
+/* Release the lent block id: into the calling thread's bin when it owns
+ * the block and the bin has room, else by the slow path. */
+static inline void release_block(uint32_t id)
 {
-	uint32_t id = lent_block(p);
 	struct tcache *tc = tls_tc;
-	struct blk *d;
+	struct blk *d = &g.blk[id];
 
-	if (id == 0)
-		return -EINVAL;
-	d = &g.blk[id];
-	if (likely(is_tc(tc) && d->owner == tc->tag)) {
+	if (likely(d->owner == tc->tag)) {
 		struct bin *b = &tc->bins[d->cls];
 		uint64_t cap = g.cls_size[d->cls];
 
@@ -926,11 +988,28 @@ int scratch_release(void *p)
 			b->count++;
 			tc->cached_bytes += cap;
 			count_release(tc->c, cap);
-			return 0;
+			return;
 		}
 	}
 	release_slow(tc, id);
+}
+
+int scratch_release(void *p)
+{
+	uint32_t id = lent_block(p);
+
+	if (id == 0)
+		return -EINVAL;
+	release_block(id);
 	return 0;
+}
+
+void scratch__shim_release(void *p)
+{
+	uint32_t id = lent_at((uintptr_t)p - __atomic_load_n(&g.base, __ATOMIC_RELAXED));
+
+	if (likely(id != 0))
+		release_block(id);
 }
 
 bool scratch_owns(const void *p)
