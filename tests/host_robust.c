@@ -641,6 +641,43 @@ static void test_oom(void)
 }
 
 /* ---------------------------------------------------------------------- */
+/* The pools' region used up                                               */
+/* ---------------------------------------------------------------------- */
+
+#define FULL_BLOCKS 2048
+
+static char *full_blocks[FULL_BLOCKS];
+
+/* 2 GiB of live 1 MiB blocks, run with a 1 GiB reserve (shim_robust.test):
+ * once the pools' region is used up, malloc must go on succeeding from the
+ * backend, errno untouched, and every block keep its contents. Only the
+ * first and last byte of each block are written. */
+static void test_region_full(void)
+{
+	const size_t n = HOST_MIB;
+
+	for (int i = 0; i < FULL_BLOCKS; i++) {
+		errno = EDOM;
+		char *p = malloc(n);
+		EXPECT(p != NULL, "malloc block %d: %s", i, strerror(errno));
+		if (!p)
+			break;
+		EXPECT(errno == EDOM, "malloc block %d changed errno to %d", i, errno);
+		p[0] = (char)i;
+		p[n - 1] = (char)~i;
+		full_blocks[i] = p;
+	}
+	for (int i = 0; i < FULL_BLOCKS && full_blocks[i]; i++) {
+		char *p = full_blocks[i];
+		EXPECT(p[0] == (char)i && p[n - 1] == (char)~i, "block %d lost its contents", i);
+		errno = EDOM;
+		free(p);
+		EXPECT(errno == EDOM, "free of block %d changed errno to %d", i, errno);
+	}
+	EXPECT(mixed_round(2), "round after the region was full");
+}
+
+/* ---------------------------------------------------------------------- */
 /* Pass-through counting: short-lived threads hand their counts over       */
 /* ---------------------------------------------------------------------- */
 
@@ -696,10 +733,12 @@ int main(int argc, char **argv)
 		test_oom();
 	else if (!strcmp(cmd, "count"))
 		test_count();
+	else if (!strcmp(cmd, "region-full"))
+		test_region_full();
 	else {
 		fprintf(stderr, "usage: host_robust thread-exit|fork|exec|dlopen PLUGIN|"
 		                "deepbind-self PLUGIN|deepbind-cross "
-		                "PLUGIN|signals|threads256|oom|count\n");
+		                "PLUGIN|signals|threads256|oom|count|region-full\n");
 		return 2;
 	}
 	if (failures)
