@@ -40,3 +40,10 @@ bench_workers_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
 bench_workers_LDFLAGS = $(OPENMP_CFLAGS)
 bench_workers_LDADD = libscratch.la $(PTHREAD_LIBS)
 BENCH_RUN += bench/workers
+
+# A forwarding interposer (bench/forward.c): the cost of interposition alone,
+# beside the shim in the small-allocation table.
+noinst_LTLIBRARIES += bench/libforward.la
+bench_libforward_la_SOURCES = bench/forward.c
+bench_libforward_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -fno-plt
+bench_libforward_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
