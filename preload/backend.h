@@ -79,8 +79,7 @@ static inline void *backend_calloc(size_t count, size_t size);
 /* p is a backend block (not NULL), size is not 0. */
 static inline void *backend_realloc(void *p, size_t size);
 /* p is a backend block or NULL (which does nothing); errno is left as it
- * was once errno_learn() ran. BACKEND_FREE_IS_JUMP is 1 when it compiles to
- * a tail jump into the backend, 0 when it must do work after the call. */
+ * was once errno_learn() ran. */
 static inline void backend_free(void *p);
 
 /*

@@ -48,9 +48,7 @@ static inline void *backend_realloc(void *p, size_t size)
 }
 
 /* glibc >= 2.33 keeps errno across free (munmap or madvise may fail), which
- * is the contract; older ones are not supported. */
-#define BACKEND_FREE_IS_JUMP 1
-
+ * is the contract (older ones are not supported): a tail jump. */
 static inline void backend_free(void *p)
 {
 	__libc_free(p);

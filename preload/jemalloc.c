@@ -132,8 +132,6 @@ static inline void *backend_realloc(void *p, size_t size)
 
 /* jemalloc (5.3) may purge (madvise) inside free and does not keep errno
  * itself; free must not change it. */
-#define BACKEND_FREE_IS_JUMP 0
-
 static inline void backend_free(void *p)
 {
 	int saved = errno_save();

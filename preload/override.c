@@ -28,10 +28,12 @@
  * GOT entry, not through the PLT): nothing is saved on the stack, and a pooled
  * request costs one more compare before the call into the pools.
  *
- * Pass-through calls (every call the backend serves, free(NULL) included)
- * are counted in an initial-exec thread-local (its first access never
- * allocates) and handed to the library in batches, the last one when the
- * thread exits.
+ * Pass-through allocations (every allocating call the backend serves:
+ * malloc, calloc, realloc and the aligned ones) are counted in an
+ * initial-exec thread-local (its first access never allocates) and handed
+ * to the library in batches, the last one when the thread exits. Frees are
+ * not counted: a free serves no request, and not counting it keeps the
+ * backend's free a bare jump (on glibc).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -240,18 +242,10 @@ static void *pass_malloc(size_t n)
 	return backend_malloc(n);
 }
 
-/* Counted before a backend_free() that is a jump (nothing to keep across
- * the count then), after one that is a call (nothing to keep across the
- * count's refill then: p is gone). */
-static void pass_free(void *p)
+/* A backend block back to the backend (not counted: see the top). */
+static inline void pass_free(void *p)
 {
-	if (BACKEND_FREE_IS_JUMP) {
-		passthrough();
-		backend_free(p);
-	} else {
-		backend_free(p);
-		passthrough();
-	}
+	backend_free(p);
 }
 
 /*

@@ -695,7 +695,7 @@ static void *count_thread(void *arg)
 	return arg;
 }
 
-/* 2 * COUNT_THREADS * COUNT_PAIRS small calls, far less than a batch per
+/* COUNT_THREADS * COUNT_PAIRS small allocations, far less than a batch per
  * thread: shim_conf.test checks they were all counted. */
 static void test_count(void)
 {

@@ -16,8 +16,8 @@
  * Built a second time with -DHOST_MALLOC (tests/host_stats_malloc): the
  * same program with plain malloc/free, never linked with libscratch, for
  * runs under the preload shim. Each worker then also makes 5000 small
- * malloc/free pairs (the shim passes them through, counting in batches of
- * 4096), and C is looked up
+ * malloc/free pairs (the shim passes them through, counting the mallocs in
+ * batches of 4096), and C is looked up
  * with dlsym (0 when no libscratch is loaded).
  * It prints "tid I TID C" per worker and "tid main TID 0", then "ready",
  * then obeys commands on stdin, answering each with "ok":
