@@ -105,7 +105,11 @@ static struct {
 	/* read on the fast paths */
 	uintptr_t base;
 	uint64_t size;
-	uint64_t min, span; /* requests in [min, min + span] are pooled */
+	/* Requests in [min, min + span] are pooled. Before the setup, span is
+	 * 0 and min 16 KiB, a size with a valid class: it misses in the stub
+	 * cache and initialises on the slow path. */
+	uint64_t min, span;
+	uint64_t lent_size; /* size, published once every table exists (0 before) */
 	uint64_t cache_count, cache_bytes;
 	unsigned cls_base;
 	uint32_t trim_epoch;
@@ -127,7 +131,7 @@ static struct {
 	struct scratch__proc_counters proc_own;
 	pthread_key_t key;
 	bool key_ok;
-} g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} g = {.lock = PTHREAD_MUTEX_INITIALIZER, .min = UINT64_C(16) << 10};
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread struct tcache *tls_tc __attribute__((tls_model("initial-exec"))) = TC_NONE;
@@ -249,7 +253,9 @@ static bool reserve_region(uint64_t want)
 	for (uint64_t sz = want; sz >= (UINT64_C(1) << 30); sz /= 2) {
 		p = scratch__os_reserve(sz, HUGE_SIZE);
 		if (p != NULL) {
-			g.base = (uintptr_t)p;
+			/* base is read by the release fast paths, gated by
+			 * lent_size, which setup() publishes last. */
+			__atomic_store_n(&g.base, (uintptr_t)p, __ATOMIC_RELAXED);
 			g.size = sz;
 			return true;
 		}
@@ -295,14 +301,18 @@ static bool setup(void)
 		return false;
 	g.nblk = 1; /* id 0 means "none" */
 	g.key_ok = pthread_key_create(&g.key, tc_destructor) == 0;
-	g.min = g.conf.min_size;
-	g.span = g.conf.max_size - g.conf.min_size;
 	g.cache_count = g.conf.cache_count;
 	g.cache_bytes = g.conf.cache_bytes;
 	g.proc = &g.proc_own;
 	if (g.conf.stats && scratch__segment_open(&g.conf) == 0 && scratch__segment_proc() != NULL)
 		g.proc = scratch__segment_proc();
 	g.proc->region_bytes = g.size;
+	/* The gates of the fast paths go last, with release order: threads
+	 * that have not synchronised with this setup test them at any time,
+	 * and must find the tables behind them. */
+	__atomic_store_n(&g.min, g.conf.min_size, __ATOMIC_RELAXED);
+	__atomic_store_n(&g.span, g.conf.max_size - g.conf.min_size, __ATOMIC_RELEASE);
+	__atomic_store_n(&g.lent_size, g.size, __ATOMIC_RELEASE);
 	return true;
 }
 
@@ -811,7 +821,9 @@ static void *acquire_miss(uint64_t size)
 
 void *scratch_acquire(size_t size)
 {
-	if (likely(size - g.min <= g.span))
+	uint64_t span = __atomic_load_n(&g.span, __ATOMIC_ACQUIRE);
+
+	if (likely(size - __atomic_load_n(&g.min, __ATOMIC_RELAXED) <= span))
 		return acquire_hit(size, acquire_miss);
 	return acquire_slow(size, NULL);
 }
@@ -894,9 +906,10 @@ static inline uint32_t lent_at(uintptr_t off)
  * region bounds and our own start table and descriptors. */
 static inline uint32_t lent_block(const void *p)
 {
+	uint64_t size = __atomic_load_n(&g.lent_size, __ATOMIC_ACQUIRE);
 	uintptr_t off = (uintptr_t)p - __atomic_load_n(&g.base, __ATOMIC_RELAXED);
 
-	if (off >= __atomic_load_n(&g.size, __ATOMIC_RELAXED))
+	if (off >= size)
 		return 0;
 	return lent_at(off);
 }

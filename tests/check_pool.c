@@ -159,6 +159,11 @@ END_TEST
 
 START_TEST(test_out_of_range)
 {
+	/* The process's first calls, before the pools are set up. */
+	errno = 0;
+	ck_assert_ptr_null(scratch_acquire(0));
+	ck_assert_int_eq(errno, ERANGE);
+	ck_assert_int_eq(scratch_release(NULL), -EINVAL);
 	errno = 0;
 	ck_assert_ptr_null(scratch_acquire(1000));
 	ck_assert_int_eq(errno, ERANGE);
@@ -677,6 +682,10 @@ START_TEST(test_disabled)
 	size_t lo, hi;
 
 	conf_add("enabled:false");
+	/* 16 KiB first: the one size the fast path admits before the setup. */
+	errno = 0;
+	ck_assert_ptr_null(scratch_acquire(16 * KIB));
+	ck_assert_int_eq(errno, ERANGE);
 	ck_assert(!scratch_range(&lo, &hi));
 	errno = 0;
 	ck_assert_ptr_null(scratch_acquire(64 * KIB));
