@@ -58,7 +58,7 @@ struct scratch_stats {
 	uint64_t frees;            /* scratch_release calls on pool blocks */
 	uint64_t remote_frees_in;  /* blocks other threads freed back to this one */
 	uint64_t remote_frees_out; /* blocks this thread freed to their owners */
-	uint64_t passthrough;      /* calls the preload shim sent to its backend */
+	uint64_t passthrough;      /* allocations the preload shim sent to its backend */
 	uint64_t retained;         /* bytes held: idle plus lent */
 	uint64_t leased;           /* bytes lent right now */
 	uint64_t peak_leased;      /* highest leased seen (total: sum of per-thread peaks) */
@@ -135,8 +135,8 @@ SCRATCH_API int scratch_stats_thread(struct scratch_stats *ret_stats);
  * Exact whenever no pool call is in flight. Returns 0, or -EINVAL. */
 SCRATCH_API int scratch_stats_total(struct scratch_stats *ret_stats);
 
-/* Count n calls that the preload shim served from its backend (they show as
- * "passthrough" in this thread's stats). */
+/* Count n allocation calls that the preload shim served from its backend
+ * (they show as "passthrough" in this thread's stats). */
 SCRATCH_API void scratch_count_passthrough(uint64_t n);
 
 /*

@@ -394,7 +394,7 @@ static const struct metric metrics[] = {
         MT("scratch_growths_total", "counter", "Allocations served with fresh pages.", misses),
         MT("scratch_frees_total", "counter", "Pool blocks released.", frees),
         MT("scratch_remote_frees_total", "counter", "Blocks freed by another thread.", remote_in),
-        MT("scratch_passthrough_total", "counter", "Calls the shim sent to its backend.",
+        MT("scratch_passthrough_total", "counter", "Allocation calls the shim sent to its backend.",
            passthrough),
         MT("scratch_retained_bytes", "gauge", "Bytes of pool blocks held.", retained),
         MT("scratch_leased_bytes", "gauge", "Bytes of pool blocks lent now.", leased),
