@@ -192,16 +192,16 @@ report() {
 		vals[$1, $2, $3] = ((($1, $2, $3) in vals) ? vals[$1, $2, $3] " " : "") $4
 		vals[$1, $2, "seen"] = 1
 	}
-	function decode_table(t,    cfgs, names, n, i, c, tps, fl, tj, rss, frss, fs, fa, shim, f, xf, xt, xs) {
+	function decode_table(t,    cfgs, names, n, i, c, tps, fl, tj, rss, frss, fs, fa, shim, f, xf, xt, xs, t1) {
 		n = split("floor glibc jemalloc jemalloc-tuned tcmalloc mimalloc shim-glibc shim-jemalloc shim-glibc-nothp", cfgs, " ")
 		split("floor (prealloc)|glibc|jemalloc|jemalloc tuned|tcmalloc|mimalloc|shim on glibc|shim on jemalloc|shim, thp:false", names, "|")
 		fl = median(t, "floor", "tokens_per_s")
 		tj = median(t, "jemalloc-tuned", "tokens_per_s")
 		frss = median(t, "floor", "peak_rss_kib")
-		f = "  %-18s %9s %8s %-4s %9s %9s %11s %-4s %11s %9s %8s %-4s\n"
-		printf f, "", "tokens/s", "tokens/s", "", "tokens/s", "steady", "faults/tok", "", "faults/tok", "peak RSS", "RSS", ""
-		printf f, "allocator", "", "x floor", "", "x tuned", "tokens/s", "steady", "", "overall", "MiB", "x floor", ""
-		printf f, "", "", "(>=1.00)", "", "jemalloc", "x floor", "(0)", "", "", "", "(<=1.25)", ""
+		f = "  %-18s %9s %8s %-4s %9s %9s %7s %11s %-4s %11s %9s %8s %-4s\n"
+		printf f, "", "tokens/s", "tokens/s", "", "tokens/s", "steady", "token 0", "faults/tok", "", "faults/tok", "peak RSS", "RSS", ""
+		printf f, "allocator", "", "x floor", "", "x tuned", "tokens/s", "ms", "steady", "", "overall", "MiB", "x floor", ""
+		printf f, "", "", "(>=1.00)", "", "jemalloc", "x floor", "", "(0)", "", "", "", "(<=1.25)", ""
 		for (i = 1; i <= n; i++) {
 			c = cfgs[i]
 			if ((st = status(t, c)) != "") {
@@ -220,6 +220,7 @@ report() {
 				xf == "" ? "-" : sprintf("%.2fx", xf), shim && xf != "" ? verdict(xf >= 1) : "",
 				xt == "" ? "-" : sprintf("%.2fx", xt),
 				xs == "" ? "-" : sprintf("%.2fx", xs),
+				(t1 = median(t, c, "first_token_ms")) == "" ? "-" : sprintf("%.1f", t1),
 				sprintf("%.2f", fs), shim ? verdict(fs < 0.05) : "",
 				sprintf("%.1f", fa), sprintf("%.1f", rss / 1024),
 				frss == "" ? "-" : sprintf("%.2fx", rss / frss), shim && frss != "" ? verdict(rss <= 1.25 * frss) : ""
@@ -375,7 +376,8 @@ cat <<EOF
    worker allocates temporaries of 16 KiB-16 MiB and the main thread a 32 MiB buffer the workers
    write; per token a 64 MiB logits buffer. Every buffer is written once per use.
    tokens/s covers the whole run including $warmup warm-up tokens (the target's figure); steady
-   tokens/s and faults/token (minflt+majflt) cover the tokens after them; peak RSS is VmHWM.
+   tokens/s and faults/token (minflt+majflt) cover the tokens after them; token 0 ms is the
+   first token alone, where a growing allocator pays its first touch; peak RSS is VmHWM.
    The floor preallocates and pre-faults every buffer before its timer.
    Targets (shim rows): >= 1.00x the floor's tokens/s, 0 faults per token in steady state,
    peak RSS <= 1.25x the floor's. Medians of $frounds interleaved rounds (each in a new order) for
