@@ -107,6 +107,58 @@ START_TEST(test_threads_isolated)
 }
 END_TEST
 
+/* A thread beyond max_threads gets no cache: the orphan path lends it
+ * blocks from the depot, under the lock, and the totals still add up. */
+struct orphan_run {
+	void *held;  /* lent to the orphan, released by the main thread */
+	void *own;   /* the main thread's block, released by the orphan */
+	struct scratch_stats mid; /* totals while the orphan holds both */
+	struct scratch_stats self;
+};
+
+static void *orphan_thread(void *arg)
+{
+	struct orphan_run *r = arg;
+	void *p;
+
+	p = scratch_acquire(100 * KIB);
+	ck_assert_ptr_nonnull(p);
+	memset(p, 1, 100 * KIB);
+	ck_assert_int_eq(scratch_release(p), 0);
+	/* The depot gave it back: the same block. */
+	ck_assert_ptr_eq(scratch_acquire(100 * KIB), p);
+	r->held = p;
+	r->mid = total_stats();
+	r->self = thread_stats();
+	ck_assert_int_eq(scratch_release(r->own), 0); /* a cached thread's block */
+	return NULL;
+}
+
+START_TEST(test_orphan_threads)
+{
+	struct orphan_run r = {0};
+	struct scratch_stats t;
+	size_t cap;
+
+	conf_add("max_threads:1");
+	r.own = scratch_acquire(300 * KIB); /* takes the only slot */
+	ck_assert_ptr_nonnull(r.own);
+	cap = scratch_usable_size(r.own);
+	run_thread(orphan_thread, &r);
+	ck_assert_uint_eq(r.self.threads, 0); /* no cache of its own */
+	ck_assert_uint_eq(r.mid.leased, cap + scratch_usable_size(r.held));
+	ck_assert_uint_ge(r.mid.retained, r.mid.leased);
+	t = total_stats();
+	ck_assert_uint_eq(t.leased, scratch_usable_size(r.held));
+	ck_assert_int_eq(scratch_release(r.held), 0);
+	t = total_stats();
+	ck_assert_uint_eq(t.leased, 0);
+	ck_assert_uint_eq(t.allocs, 3);
+	ck_assert_uint_eq(t.frees, 3);
+	ck_assert_uint_ge(t.retained, cap);
+}
+END_TEST
+
 START_TEST(test_classes_apart)
 {
 	void *a = scratch_acquire(64 * KIB), *b;
@@ -735,6 +787,7 @@ Suite *pool_suite(void)
 	tc = tcase_create("threads");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_threads_isolated);
+	tcase_add_test(tc, test_orphan_threads);
 	tcase_add_test(tc, test_four_threads_hit_rate);
 	tcase_add_test(tc, test_remote_free_returns_to_owner);
 	tcase_add_test(tc, test_exited_thread_cache_reused);
