@@ -110,8 +110,8 @@ END_TEST
 /* A thread beyond max_threads gets no cache: the orphan path lends it
  * blocks from the depot, under the lock, and the totals still add up. */
 struct orphan_run {
-	void *held;  /* lent to the orphan, released by the main thread */
-	void *own;   /* the main thread's block, released by the orphan */
+	void *held;               /* lent to the orphan, released by the main thread */
+	void *own;                /* the main thread's block, released by the orphan */
 	struct scratch_stats mid; /* totals while the orphan holds both */
 	struct scratch_stats self;
 };
