@@ -86,11 +86,11 @@ struct tcache {
 };
 
 /*
- * Stub caches, never attached to a thread: tls_tc points at tc_none until
+ * Sentinel caches, never attached to a thread: tls_tc points at tc_none until
  * the thread first reaches a slow path, at tc_dead once it exited or found
  * no slot left (the orphan path serves it then). Their bins are empty and
  * their tag matches no block's owner (a 16-bit value), so the fast paths
- * need no test of their own: the stubs fall through to the slow paths,
+ * need no test of their own: the sentinels fall through to the slow paths,
  * which tell them apart from real caches.
  */
 static struct tcache tc_none = {.tag = UINT32_MAX};
@@ -106,7 +106,7 @@ static struct {
 	uintptr_t base;
 	uint64_t size;
 	/* Requests in [min, min + span] are pooled. Before the setup, span is
-	 * 0 and min 16 KiB, a size with a valid class: it misses in the stub
+	 * 0 and min 16 KiB, a size with a valid class: it misses in the sentinel
 	 * cache and initialises on the slow path. */
 	uint64_t min, span;
 	uint64_t lent_size; /* size, published once every table exists (0 before) */
@@ -787,7 +787,7 @@ out:
 
 /*
  * The hit path for a pooled size: pop the head of this thread's bin, or
- * (empty bin, a stub cache, or a trim to honour first) return miss(size),
+ * (empty bin, a sentinel cache, or a trim to honour first) return miss(size),
  * a tail call. The bin's head and count are written by two scalar stores
  * on purpose: the compiler would otherwise pair them into a vector store,
  * three instructions more.
