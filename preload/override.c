@@ -23,10 +23,11 @@
  * library. Calls made by the library while it initialises (on the same
  * thread) go to the backend.
  *
- * The fast paths are a compare, the pass-through count and a jump to the
- * backend (the objects are built with -fno-plt: the jump goes through the
- * GOT entry, not through the PLT): nothing is saved on the stack, and a pooled
- * request costs one more compare before the call into the pools.
+ * The fast paths are a compare, the pass-through count (malloc only) and a
+ * jump to the backend (the objects are built with -fno-plt: the jump goes
+ * through the GOT entry, not through the PLT): nothing is saved on the
+ * stack. A pooled request costs one more compare before the jump into the
+ * pools' shim entries (src/shim.h), which skip the checks made here.
  *
  * Pass-through allocations (every allocating call the backend serves:
  * malloc, calloc, realloc and the aligned ones) are counted in an
@@ -100,7 +101,7 @@ static void free_early(void *p);
 static void (*region_free)(void *p) = free_early;
 static void *pass_malloc(size_t n);
 
-/* Pass-through calls left in this thread's current batch, counted down:
+/* Pass-through allocations left in this thread's current batch, counted down:
  * below zero, the batch is handed to the library (passthrough_refill). */
 static __thread int passthrough_left TLS_IE;
 /* This thread's exit hands its last, partial batch over (exit_key). */
@@ -242,12 +243,6 @@ static void *pass_malloc(size_t n)
 	return backend_malloc(n);
 }
 
-/* A backend block back to the backend (not counted: see the top). */
-static inline void pass_free(void *p)
-{
-	backend_free(p);
-}
-
 /*
  * A pooled request: the pools' own entry, which falls back to the backend
  * (pass_malloc, set by shim_start) when they are out of address space,
@@ -296,7 +291,7 @@ SCRATCH_COLD static void free_early(void *p)
 	if (!p || scratch_release(p) == 0)
 		return;
 	int saved = errno;
-	pass_free(p);
+	backend_free(p);
 	errno = saved;
 }
 
@@ -313,7 +308,7 @@ static inline void shim_free(void *p)
 		region_free(p);
 		return;
 	}
-	pass_free(p);
+	backend_free(p);
 }
 
 __attribute__((noinline)) static void *calloc_slow(size_t count, size_t size, size_t total)
@@ -400,7 +395,7 @@ SCRATCH_COLD static void *realloc_into_pool(void *p, size_t n)
 		void *q = scratch_acquire(n);
 		if (q) {
 			memcpy(q, p, old < n ? old : n);
-			pass_free(p);
+			backend_free(p);
 			return q;
 		}
 		errno = saved;
