@@ -28,7 +28,8 @@ tokens=${BENCH_TOKENS:-32}
 layers=4
 warmup=4
 frounds=$((rounds + 2))      # decode loop: floor and shims
-srounds=$((rounds * 2 + 1))  # small allocations and pooled pairs
+srounds=$((rounds * 2 + 1))  # pooled pairs
+mrounds=$((rounds * 5))      # small allocations: a ratio of 10 ns figures needs many rounds
 orounds=$((rounds * 3))      # stats on versus off
 pair_size=262144
 dargs="--tokens $tokens --layers $layers --warmup $warmup"
@@ -422,9 +423,10 @@ report stats
 # --- 3. small-allocation pass-through ----------------------------------------
 bench_small() {
 r=1
-while [ "$r" -le "$srounds" ]; do
-	progress "small allocations, round $r of $srounds"
-	for cfg in glibc shim-glibc forward jemalloc shim-jemalloc; do
+while [ "$r" -le "$mrounds" ]; do
+	progress "small allocations, round $r of $mrounds"
+	# A new order each round, so that no configuration always runs first.
+	for cfg in $(shuffle $((r + 100)) glibc shim-glibc forward jemalloc shim-jemalloc); do
 		run small "$cfg" small --threads 2 --ops 5000000
 	done
 	r=$((r + 1))
@@ -437,10 +439,11 @@ cat <<EOF
 3. Small-allocation pass-through (issue 3): 2 threads, each replacing one of 64 live blocks of
    16 B-1 KiB per step (5x10^6 malloc+free pairs per thread); the shim forwards these to its
    backend. Each shim against its backend alone, on the threads' CPU time per pair, over
-   $srounds interleaved rounds: the best round of each is shown, the overhead is the median of
-   the per-round ratios (runs side by side in one round see the same load; other load on a
-   shared machine only ever adds time). Instructions per pair inside malloc and free
-   (one thread, callgrind, as in table 4) measure the same overhead without the noise.
+   $mrounds interleaved rounds (each in a new order): the best round of each is shown, the
+   overhead is the median of the per-round ratios (runs side by side in one round see the
+   same load; other load on a shared machine only ever adds time). Instructions per pair
+   inside malloc and free (one thread, callgrind, as in table 4) measure the same overhead
+   without the noise.
    The last row is a reference, not the shim: bench/forward.c, an interposer that only
    forwards malloc and free to glibc (one compare and a jump each), what any LD_PRELOAD
    malloc pays on this loop. Target: overhead <= 5%.
