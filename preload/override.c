@@ -243,16 +243,6 @@ static void *pass_malloc(size_t n)
 	return backend_malloc(n);
 }
 
-/*
- * A pooled request: the pools' own entry, which falls back to the backend
- * (pass_malloc, set by shim_start) when they are out of address space,
- * errno as it was unless both fail. A jump: malloc needs no frame.
- */
-static inline void *malloc_pool(size_t n)
-{
-	return scratch__shim_acquire(n);
-}
-
 /* The requests backend_malloc_fast() does not take and the pools do not
  * either (below BACKEND_FAST_MIN, above max_size), and every request before
  * the start (which learns the range). */
@@ -263,10 +253,16 @@ __attribute__((noinline)) static void *malloc_other(size_t n)
 		return pass_malloc(n);
 #endif
 	if (unlikely(pooled(n)))
-		return malloc_pool(n);
+		return scratch__shim_acquire(n);
 	return pass_malloc(n);
 }
 
+/*
+ * A pooled request goes to the pools' shim entry, which falls back to the
+ * backend itself (pass_malloc, set by shim_start) when they are out of
+ * address space, errno as it was unless both fail: a jump, so malloc needs
+ * no frame.
+ */
 static inline void *shim_malloc(size_t n)
 {
 	if (likely(n - BACKEND_FAST_MIN < malloc_fast_span)) {
@@ -274,7 +270,7 @@ static inline void *shim_malloc(size_t n)
 		return backend_malloc_fast(n);
 	}
 	if (likely(in_range(n)))
-		return malloc_pool(n);
+		return scratch__shim_acquire(n);
 	return malloc_other(n);
 }
 

@@ -104,12 +104,11 @@ static struct {
 	struct scratch__conf conf;
 	/* read on the fast paths */
 	uintptr_t base;
-	uint64_t size;
+	uint64_t size; /* 0 until setup() publishes it last: gates the release paths */
 	/* Requests in [min, min + span] are pooled. Before the setup, span is
 	 * 0 and min 16 KiB, a size with a valid class: it misses in the sentinel
 	 * cache and initialises on the slow path. */
 	uint64_t min, span;
-	uint64_t lent_size; /* size, published once every table exists (0 before) */
 	uint64_t cache_count, cache_bytes;
 	unsigned cls_base;
 	uint32_t trim_epoch;
@@ -245,27 +244,25 @@ static void conf_warn(void *ctx, const char *line)
 
 static void tc_destructor(void *arg);
 
-/* Reserve the region, halving the request until the kernel agrees. */
-static bool reserve_region(uint64_t want)
+/* Reserve the region, halving the request until the kernel agrees: its
+ * size, or 0. Only base is stored: the release fast paths read it, gated by
+ * size, which setup() publishes last. */
+static uint64_t reserve_region(uint64_t want)
 {
-	void *p = NULL;
-
 	for (uint64_t sz = want; sz >= (UINT64_C(1) << 30); sz /= 2) {
-		p = scratch__os_reserve(sz, HUGE_SIZE);
+		void *p = scratch__os_reserve(sz, HUGE_SIZE);
+
 		if (p != NULL) {
-			/* base is read by the release fast paths, gated by
-			 * lent_size, which setup() publishes last. */
 			__atomic_store_n(&g.base, (uintptr_t)p, __ATOMIC_RELAXED);
-			g.size = sz;
-			return true;
+			return sz;
 		}
 	}
-	return false;
+	return 0;
 }
 
 static bool setup(void)
 {
-	uint64_t small_part, pages;
+	uint64_t size, small_part, pages;
 	unsigned top;
 
 	scratch__conf_defaults(&g.conf);
@@ -279,19 +276,20 @@ static bool setup(void)
 	g.nbins = top - g.cls_base + 1;
 	for (unsigned i = g.cls_base; i <= top; i++)
 		g.cls_size[i] = class_capacity(i);
-	if (!reserve_region(g.conf.reserve))
+	size = reserve_region(g.conf.reserve);
+	if (size == 0)
 		return false;
 	/* Blocks below 2 MiB get a quarter of the space, large ones the rest. */
-	small_part = (g.size / 4) & ~(HUGE_SIZE - 1);
+	small_part = (size / 4) & ~(HUGE_SIZE - 1);
 	g.small_cur = g.base;
 	g.small_end = g.base + small_part;
 	g.large_cur = g.small_end;
-	g.large_end = g.base + g.size;
+	g.large_end = g.base + size;
 	if (g.conf.thp)
 		scratch__os_hugepage((void *)g.large_cur, g.large_end - g.large_cur);
-	pages = g.size >> PAGE_SHIFT;
-	g.maxblk = (uint32_t)(g.size / g.cls_size[g.cls_base] < UINT32_MAX - 1
-	                              ? g.size / g.cls_size[g.cls_base]
+	pages = size >> PAGE_SHIFT;
+	g.maxblk = (uint32_t)(size / g.cls_size[g.cls_base] < UINT32_MAX - 1
+	                              ? size / g.cls_size[g.cls_base]
 	                              : UINT32_MAX - 1);
 	g.starttab = scratch__os_map(pages * sizeof(uint32_t));
 	g.blk = scratch__os_map(((uint64_t)g.maxblk + 1) * sizeof(struct blk));
@@ -306,13 +304,13 @@ static bool setup(void)
 	g.proc = &g.proc_own;
 	if (g.conf.stats && scratch__segment_open(&g.conf) == 0 && scratch__segment_proc() != NULL)
 		g.proc = scratch__segment_proc();
-	g.proc->region_bytes = g.size;
+	g.proc->region_bytes = size;
 	/* The gates of the fast paths go last, with release order: threads
 	 * that have not synchronised with this setup test them at any time,
 	 * and must find the tables behind them. */
 	__atomic_store_n(&g.min, g.conf.min_size, __ATOMIC_RELAXED);
 	__atomic_store_n(&g.span, g.conf.max_size - g.conf.min_size, __ATOMIC_RELEASE);
-	__atomic_store_n(&g.lent_size, g.size, __ATOMIC_RELEASE);
+	__atomic_store_n(&g.size, size, __ATOMIC_RELEASE);
 	return true;
 }
 
@@ -906,7 +904,7 @@ static inline uint32_t lent_at(uintptr_t off)
  * region bounds and our own start table and descriptors. */
 static inline uint32_t lent_block(const void *p)
 {
-	uint64_t size = __atomic_load_n(&g.lent_size, __ATOMIC_ACQUIRE);
+	uint64_t size = __atomic_load_n(&g.size, __ATOMIC_ACQUIRE);
 	uintptr_t off = (uintptr_t)p - __atomic_load_n(&g.base, __ATOMIC_RELAXED);
 
 	if (off >= size)
