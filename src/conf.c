@@ -237,7 +237,7 @@ static const struct conf_key *find_key(const char *name, size_t len)
 }
 
 static void warn_line(scratch__conf_warn_fn warn, void *ctx, const char *a, const char *q,
-                      size_t qlen, const char *b, const uint64_t *num)
+                      size_t qlen, const char *b)
 {
 	char line[256];
 	size_t pos = 0;
@@ -246,8 +246,58 @@ static void warn_line(scratch__conf_warn_fn warn, void *ctx, const char *a, cons
 	if (q != NULL)
 		fmt_quoted(line, sizeof(line), &pos, q, qlen);
 	scratch__fmt_str(line, sizeof(line), &pos, b);
-	if (num != NULL)
-		scratch__fmt_u64(line, sizeof(line), &pos, *num);
+	if (warn != NULL)
+		warn(ctx, line);
+}
+
+/* v as SCRATCH_CONF spells it: true/false, a count, or a size in the
+ * largest unit that divides it exactly (64K, 1G). */
+static void fmt_value(char *buf, size_t len, size_t *pos, const struct conf_key *k, uint64_t v)
+{
+	static const char units[] = "KMGT";
+	int u = -1;
+
+	if (k->type == CONF_BOOL) {
+		scratch__fmt_str(buf, len, pos, v ? "true" : "false");
+		return;
+	}
+	while (k->type == CONF_SIZE && v != 0 && v % KIB == 0 && u < 3) {
+		v /= KIB;
+		u++;
+	}
+	scratch__fmt_u64(buf, len, pos, v);
+	if (u >= 0) {
+		char unit[2] = {units[u], '\0'};
+
+		scratch__fmt_str(buf, len, pos, unit);
+	}
+}
+
+/* "invalid value for KEY: 'VALUE' (expected ...), using CURRENT" */
+static void warn_invalid(scratch__conf_warn_fn warn, void *ctx, const struct conf_key *k,
+                         const char *val, size_t vlen, uint64_t current)
+{
+	char line[256];
+	size_t pos = 0;
+
+	scratch__fmt_str(line, sizeof(line), &pos, "invalid value for ");
+	scratch__fmt_str(line, sizeof(line), &pos, k->name);
+	scratch__fmt_str(line, sizeof(line), &pos, ": ");
+	fmt_quoted(line, sizeof(line), &pos, val, vlen);
+	if (k->type == CONF_BOOL) {
+		scratch__fmt_str(line, sizeof(line), &pos, " (expected true or false)");
+	} else {
+		scratch__fmt_str(line, sizeof(line), &pos,
+		                 k->type == CONF_SIZE ? " (expected a size from "
+		                 : k->pow2            ? " (expected a power of two from "
+		                                      : " (expected a whole number from ");
+		fmt_value(line, sizeof(line), &pos, k, k->min);
+		scratch__fmt_str(line, sizeof(line), &pos, " to ");
+		fmt_value(line, sizeof(line), &pos, k, k->max);
+		scratch__fmt_str(line, sizeof(line), &pos, ")");
+	}
+	scratch__fmt_str(line, sizeof(line), &pos, ", using ");
+	fmt_value(line, sizeof(line), &pos, k, current);
 	if (warn != NULL)
 		warn(ctx, line);
 }
@@ -258,20 +308,18 @@ static int parse_entry(const char *e, size_t len, struct scratch__conf *conf,
 {
 	const char *colon = memchr(e, ':', len);
 	const struct conf_key *k;
-	uint64_t v, old;
+	uint64_t v;
 	bool ok;
-	char pre[96];
-	size_t pos = 0;
 
 	if (colon == NULL) {
 		warn_line(warn, ctx, "malformed SCRATCH_CONF entry ", e, len,
-		          " (expected key:value), ignored", NULL);
+		          " (expected key:value), ignored");
 		return 1;
 	}
 	k = find_key(e, (size_t)(colon - e));
 	if (k == NULL) {
 		warn_line(warn, ctx, "unknown SCRATCH_CONF key ", e, (size_t)(colon - e),
-		          ", ignored", NULL);
+		          ", ignored");
 		return 1;
 	}
 	colon++;
@@ -288,11 +336,7 @@ static int parse_entry(const char *e, size_t len, struct scratch__conf *conf,
 	if (ok && k->pow2 && (v & (v - 1)) != 0)
 		ok = false;
 	if (!ok) {
-		old = get_field(conf, k);
-		scratch__fmt_str(pre, sizeof(pre), &pos, "invalid value for ");
-		scratch__fmt_str(pre, sizeof(pre), &pos, k->name);
-		scratch__fmt_str(pre, sizeof(pre), &pos, ": ");
-		warn_line(warn, ctx, pre, colon, len, ", using ", &old);
+		warn_invalid(warn, ctx, k, colon, len, get_field(conf, k));
 		return 1;
 	}
 	set_field(conf, k, v);
@@ -323,7 +367,7 @@ int scratch__conf_parse(const char *s, struct scratch__conf *conf, scratch__conf
 		scratch__conf_defaults(&def);
 		warn_line(warn, ctx,
 		          "min_size must not exceed max_size, and max_size not reserve/4", NULL, 0,
-		          "; using the default range", NULL);
+		          "; using the default range");
 		conf->min_size = def.min_size;
 		conf->max_size = def.max_size;
 		if (conf->max_size > conf->reserve / 4)

@@ -101,7 +101,30 @@ START_TEST(test_messages)
 	struct warnings w;
 
 	parse("min_size:6x4", &c, &w);
-	ck_assert_str_eq(w.last, "invalid value for min_size: '6x4', using 65536");
+	ck_assert_str_eq(w.last,
+	                 "invalid value for min_size: '6x4' (expected a size from 16K to 64G), "
+	                 "using 64K");
+	/* each kind of key says what it takes; sizes print in their largest exact unit */
+	parse("min_size:1024", &c, &w);
+	ck_assert_str_eq(w.last,
+	                 "invalid value for min_size: '1024' (expected a size from 16K to 64G), "
+	                 "using 64K");
+	parse("thp:maybe", &c, &w);
+	ck_assert_str_eq(w.last,
+	                 "invalid value for thp: 'maybe' (expected true or false), using true");
+	parse("cache_count:4K", &c, &w);
+	ck_assert_str_eq(w.last,
+	                 "invalid value for cache_count: '4K' (expected a whole number from 0 "
+	                 "to 1024), using 8");
+	parse("trace_ring:100", &c, &w);
+	ck_assert_str_eq(w.last,
+	                 "invalid value for trace_ring: '100' (expected a power of two from "
+	                 "64 to 1048576), using 4096");
+	/* the value kept is the one set before, in its largest exact unit */
+	parse("cache_bytes:1536K,cache_bytes:lots", &c, &w);
+	ck_assert_uint_eq(c.cache_bytes, 1536 << 10);
+	ck_assert_str_eq(w.last, "invalid value for cache_bytes: 'lots' (expected a size from 0 to "
+	                         "16T), using 1536K");
 	parse("bogus:1", &c, &w);
 	ck_assert_str_eq(w.last, "unknown SCRATCH_CONF key 'bogus', ignored");
 	parse("bogus", &c, &w);
