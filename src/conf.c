@@ -102,7 +102,7 @@ void scratch__fmt_u64(char *buf, size_t len, size_t *pos, uint64_t v)
 
 /* Append at most n bytes of s, replacing control characters, so a hostile
  * environment value cannot forge terminal output. */
-static void fmt_quoted(char *buf, size_t len, size_t *pos, const char *s, size_t n)
+void scratch__fmt_quoted(char *buf, size_t len, size_t *pos, const char *s, size_t n)
 {
 	char one[2] = {0, 0};
 
@@ -244,7 +244,7 @@ static void warn_line(scratch__conf_warn_fn warn, void *ctx, const char *a, cons
 
 	scratch__fmt_str(line, sizeof(line), &pos, a);
 	if (q != NULL)
-		fmt_quoted(line, sizeof(line), &pos, q, qlen);
+		scratch__fmt_quoted(line, sizeof(line), &pos, q, qlen);
 	scratch__fmt_str(line, sizeof(line), &pos, b);
 	if (warn != NULL)
 		warn(ctx, line);
@@ -283,7 +283,7 @@ static void warn_invalid(scratch__conf_warn_fn warn, void *ctx, const struct con
 	scratch__fmt_str(line, sizeof(line), &pos, "invalid value for ");
 	scratch__fmt_str(line, sizeof(line), &pos, k->name);
 	scratch__fmt_str(line, sizeof(line), &pos, ": ");
-	fmt_quoted(line, sizeof(line), &pos, val, vlen);
+	scratch__fmt_quoted(line, sizeof(line), &pos, val, vlen);
 	if (k->type == CONF_BOOL) {
 		scratch__fmt_str(line, sizeof(line), &pos, " (expected true or false)");
 	} else {

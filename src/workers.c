@@ -468,9 +468,11 @@ static int env_int(const char *var, int max, bool *warned)
 
 		scratch__fmt_str(msg, sizeof(msg), &pos, "invalid value for ");
 		scratch__fmt_str(msg, sizeof(msg), &pos, var);
-		scratch__fmt_str(msg, sizeof(msg), &pos, ": '");
-		scratch__fmt_str(msg, sizeof(msg), &pos, s);
-		scratch__fmt_str(msg, sizeof(msg), &pos, "', using the default");
+		scratch__fmt_str(msg, sizeof(msg), &pos, ": ");
+		scratch__fmt_quoted(msg, sizeof(msg), &pos, s, strlen(s));
+		scratch__fmt_str(msg, sizeof(msg), &pos, " (expected a whole number from 0 to ");
+		scratch__fmt_u64(msg, sizeof(msg), &pos, (uint64_t)max);
+		scratch__fmt_str(msg, sizeof(msg), &pos, "), using the default");
 		scratch__warn(msg);
 	}
 	return -1;

@@ -174,10 +174,35 @@ START_TEST(test_env_threads)
 	ck_assert_uint_eq(scratch_workers_size(w), 1);
 	scratch_workers_destroy(w);
 
-	/* A bad value warns and keeps the default: ncpu, at most 9. */
-	setenv("SCRATCH_THREADS", "lots", 1);
+	/* A bad value warns once, with what the variable takes and no control
+	 * character, and keeps the default: ncpu, at most 9. */
+	setenv("SCRATCH_THREADS", "lo\x1b[2Jts", 1);
 	setenv("SCRATCH_SPIN", "-5", 1);
-	w = scratch_workers_new(NULL);
+	{
+		char text[512];
+		int fds[2], saved = dup(STDERR_FILENO);
+		ssize_t n;
+
+		ck_assert_int_ge(saved, 0);
+		ck_assert_int_eq(pipe(fds), 0); /* the two lines fit in its buffer */
+		ck_assert_int_eq(dup2(fds[1], STDERR_FILENO), STDERR_FILENO);
+		close(fds[1]);
+		w = scratch_workers_new(NULL);
+		scratch_workers_destroy(w);
+		w = scratch_workers_new(NULL); /* no second warning */
+		ck_assert_int_eq(dup2(saved, STDERR_FILENO), STDERR_FILENO);
+		close(saved);
+		n = read(fds[0], text, sizeof(text) - 1);
+		close(fds[0]);
+		ck_assert_int_gt(n, 0);
+		text[n] = '\0';
+		ck_assert_str_eq(
+		        text,
+		        "scratch: invalid value for SCRATCH_THREADS: 'lo?[2Jts' (expected a "
+		        "whole number from 0 to 256), using the default\n"
+		        "scratch: invalid value for SCRATCH_SPIN: '-5' (expected a whole number "
+		        "from 0 to 2147483647), using the default\n");
+	}
 	ck_assert_ptr_nonnull(w);
 	ck_assert_uint_ge(scratch_workers_size(w), 1);
 	ck_assert_uint_le(scratch_workers_size(w), 9);
