@@ -61,6 +61,11 @@ __attribute__((format(printf, 1, 2))) static void logmsg(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	/* Lines carry names from segments and the command line: no control
+	 * character of theirs reaches a terminal or splits a log line. */
+	for (char *c = line; *c != '\0'; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
 	fprintf(stderr, "scratchd: %s\n", line);
 }
 
@@ -709,7 +714,11 @@ static int parse_args(int argc, char **argv, const char **run_dir, const char **
 out_bad:
 	for (const struct option *o = opts; o->name != NULL; o++)
 		if (o->val == c)
-			logmsg("invalid value for --%s: '%s'", o->name, optarg);
+			logmsg("invalid value for --%s: '%s' (expected %s)", o->name, optarg,
+			       c == 'i'   ? "seconds from 0.01 to 3600"
+			       : c == 'H' ? "a whole number from 2 to 1000000"
+			       : c == 'r' ? "seconds from 0 to 31536000"
+			                  : "a whole number from 16 to 16777216");
 	return 2;
 }
 

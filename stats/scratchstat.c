@@ -56,13 +56,18 @@ static struct {
 
 __attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 {
+	char line[PATH_MAX + 512];
 	va_list ap;
 
-	fputs("scratchstat: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	/* Arguments and the daemon's answers are quoted here: none of their
+	 * control characters reaches the terminal. */
+	for (char *c = line; *c != '\0'; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	fprintf(stderr, "scratchstat: %s\n", line);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -838,8 +843,8 @@ static int parse_opts(int argc, char **argv)
 			errno = 0;
 			*(c == 'S' ? &opt.since : &opt.limit) = strtoull(optarg, &end, 10);
 			if (errno != 0 || *end != '\0' || *optarg == '-' || *optarg == '\0') {
-				say("invalid number for --%s: '%s'", c == 'S' ? "since" : "limit",
-				    optarg);
+				say("invalid number for --%s: '%s' (expected a whole number)",
+				    c == 'S' ? "since" : "limit", optarg);
 				return EX_USAGE;
 			}
 			break;
@@ -887,19 +892,79 @@ static int view_pid(const char *what, pid_t pid, void (*table)(const json_t *))
 	return emit(rc, v, table);
 }
 
+/* What the positional arguments ask for, checked before anything else runs. */
+struct request {
+	enum { REQ_LIST, REQ_THREADS, REQ_WATCH, REQ_TRACE, REQ_OWNERS, REQ_HISTORY } kind;
+	pid_t pid;
+	double interval;
+	long count; /* 0: until interrupted */
+};
+
+/* Parse args into req. Returns EX_OK, or EX_USAGE with the problem said. */
+static int parse_request(int nargs, char **args, struct request *req)
+{
+	char *end;
+
+	*req = (struct request){.kind = REQ_LIST};
+	if (nargs == 0)
+		return EX_OK;
+	if (strcmp(args[0], "trace") == 0 || strcmp(args[0], "owners") == 0 ||
+	    strcmp(args[0], "history") == 0) {
+		req->kind = args[0][0] == 't'   ? REQ_TRACE
+		            : args[0][0] == 'o' ? REQ_OWNERS
+		                                : REQ_HISTORY;
+		if (nargs < 2)
+			say("%s needs a PID", args[0]);
+		else if (nargs > 2)
+			say("%s takes one PID", args[0]);
+		else if (!parse_pid(args[1], &req->pid))
+			say("invalid PID: '%s'", args[1]);
+		else
+			return EX_OK;
+		return EX_USAGE;
+	}
+	if (!parse_pid(args[0], &req->pid)) {
+		say("'%s' is neither a PID nor a command (trace, owners, history)", args[0]);
+		usage(stderr);
+		return EX_USAGE;
+	}
+	if (nargs > 3) {
+		say("a PID takes at most INTERVAL and COUNT after it");
+		return EX_USAGE;
+	}
+	req->kind = nargs == 1 ? REQ_THREADS : REQ_WATCH;
+	if (nargs >= 2) {
+		req->interval = strtod(args[1], &end);
+		if (end == args[1] || *end != '\0' ||
+		    !(req->interval > 0 && req->interval <= 86400)) {
+			say("invalid interval: '%s' (expected seconds, above 0 and at most 86400)",
+			    args[1]);
+			return EX_USAGE;
+		}
+	}
+	if (nargs == 3) {
+		errno = 0;
+		req->count = strtol(args[2], &end, 10);
+		if (errno != 0 || end == args[2] || *end != '\0' || req->count <= 0) {
+			say("invalid count: '%s' (expected a whole number from 1)", args[2]);
+			return EX_USAGE;
+		}
+	}
+	return EX_OK;
+}
+
 int main(int argc, char **argv)
 {
 	char err[PATH_MAX + 128];
+	struct request req;
 	json_t *v = NULL;
-	pid_t pid;
-	int rc, nargs;
-	char **args;
+	int rc;
 
 	rc = parse_opts(argc, argv);
+	if (rc == EX_OK)
+		rc = parse_request(argc - optind, argv + optind, &req);
 	if (rc != EX_OK)
 		return rc;
-	args = argv + optind;
-	nargs = argc - optind;
 	if (stats_run_dir(opt.run_dir_arg, !opt.no_start, opt.run_dir, sizeof(opt.run_dir), err,
 	                  sizeof(err)) != 0 &&
 	    opt.socket_arg == NULL) {
@@ -912,45 +977,26 @@ int main(int argc, char **argv)
 		snprintf(opt.socket + strlen(opt.socket), sizeof(opt.socket) - strlen(opt.socket),
 		         "/%s", STATS_SOCKET_NAME);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	if (nargs == 0) {
+	switch (req.kind) {
+	case REQ_LIST:
 		rc = get_json("/v1/processes", &v);
 		rc = emit(rc, v, print_processes);
-	} else if (strcmp(args[0], "trace") == 0 || strcmp(args[0], "owners") == 0 ||
-	           strcmp(args[0], "history") == 0) {
-		if (nargs != 2 || !parse_pid(args[1], &pid)) {
-			usage(stderr);
-			return EX_USAGE;
-		}
-		if (args[0][0] == 't')
-			rc = view_trace(pid);
-		else if (args[0][0] == 'o')
-			rc = view_pid("/owners", pid, print_owners);
-		else
-			rc = view_pid("/history", pid, print_history);
-	} else if (parse_pid(args[0], &pid) && nargs <= 3) {
-		double interval = 0;
-		long count = 0;
-		char *end;
-
-		if (nargs >= 2) {
-			interval = strtod(args[1], &end);
-			if (*end != '\0' || !(interval > 0 && interval <= 86400)) {
-				say("invalid interval: '%s'", args[1]);
-				return EX_USAGE;
-			}
-		}
-		if (nargs == 3) {
-			count = strtol(args[2], &end, 10);
-			if (*end != '\0' || count <= 0) {
-				say("invalid count: '%s'", args[2]);
-				return EX_USAGE;
-			}
-		}
-		rc = nargs == 1 ? view_pid("", pid, print_threads)
-		                : view_interval(pid, interval, count);
-	} else {
-		usage(stderr);
-		return EX_USAGE;
+		break;
+	case REQ_THREADS:
+		rc = view_pid("", req.pid, print_threads);
+		break;
+	case REQ_WATCH:
+		rc = view_interval(req.pid, req.interval, req.count);
+		break;
+	case REQ_TRACE:
+		rc = view_trace(req.pid);
+		break;
+	case REQ_OWNERS:
+		rc = view_pid("/owners", req.pid, print_owners);
+		break;
+	case REQ_HISTORY:
+		rc = view_pid("/history", req.pid, print_history);
+		break;
 	}
 	curl_global_cleanup();
 	return rc;
