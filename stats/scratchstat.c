@@ -286,6 +286,92 @@ static int get_json(const char *path, json_t **ret)
 /* Rendering                                                               */
 /* ---------------------------------------------------------------------- */
 
+/*
+ * The tables print names that come from the watched processes (command
+ * lines, thread and owner names, symbols of their binaries): untrusted
+ * text, valid UTF-8 but free to hold terminal controls. In table mode
+ * stdout is this filter, which writes fd 1 itself and prints every C0
+ * control but the newline, DEL and every C1 control (U+0080-U+009F, the
+ * two bytes 0xc2 0x80-0x9f) as '?'. JSON output is left alone: its
+ * strings carry controls escaped.
+ */
+struct clean_out {
+	bool c2; /* the last byte written was 0xc2: the next decides */
+};
+
+static bool write_all(const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(STDOUT_FILENO, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		p += w;
+		n -= (size_t)w;
+	}
+	return true;
+}
+
+static ssize_t clean_write(void *cookie, const char *buf, size_t n)
+{
+	struct clean_out *c = cookie;
+	char out[4096];
+	size_t o = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)buf[i];
+
+		if (o + 2 > sizeof(out)) {
+			if (!write_all(out, o))
+				return -1;
+			o = 0;
+		}
+		if (c->c2) {
+			c->c2 = false;
+			if (ch >= 0x80 && ch <= 0x9f) {
+				out[o++] = '?';
+				continue;
+			}
+			out[o++] = (char)0xc2;
+		}
+		if (ch == 0xc2) {
+			c->c2 = true;
+			continue;
+		}
+		out[o++] = (ch < 0x20 && ch != '\n') || ch == 0x7f ? '?' : (char)ch;
+	}
+	return write_all(out, o) ? (ssize_t)n : -1;
+}
+
+static int clean_close(void *cookie)
+{
+	struct clean_out *c = cookie;
+
+	/* a lone 0xc2 at the end is not UTF-8: it shows as '?' */
+	return c->c2 && !write_all("?", 1) ? -1 : 0;
+}
+
+/* Route stdout through clean_write(), buffered as stdout was (by line on a
+ * terminal). Without the filter (fopencookie failed) the tables would pass
+ * controls through, so that is an error. */
+static int clean_stdout(void)
+{
+	static struct clean_out state;
+	static const cookie_io_functions_t io = {.write = clean_write, .close = clean_close};
+	FILE *f = fopencookie(&state, "w", io);
+
+	if (f == NULL) {
+		say("cannot set up output: %s", strerror(errno));
+		return EX_FAIL;
+	}
+	fflush(stdout);
+	setvbuf(f, NULL, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF, BUFSIZ);
+	stdout = f;
+	return EX_OK;
+}
+
 static uint64_t num(const json_t *o, const char *key)
 {
 	json_int_t v = json_integer_value(json_object_get(o, key));
@@ -976,6 +1062,8 @@ int main(int argc, char **argv)
 	if (opt.socket_arg == NULL)
 		snprintf(opt.socket + strlen(opt.socket), sizeof(opt.socket) - strlen(opt.socket),
 		         "/%s", STATS_SOCKET_NAME);
+	if (!opt.json && clean_stdout() != EX_OK)
+		return EX_FAIL;
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	switch (req.kind) {
 	case REQ_LIST:
@@ -999,5 +1087,7 @@ int main(int argc, char **argv)
 		break;
 	}
 	curl_global_cleanup();
+	if (!opt.json && fclose(stdout) != 0 && rc == EX_OK)
+		rc = EX_FAIL; /* the tables did not all reach fd 1 */
 	return rc;
 }

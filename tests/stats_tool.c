@@ -5,7 +5,8 @@
  *
  *   host_stats_tool make OUT PID START_TICKS [RECORDS [RING]]
  *   host_stats_tool corrupt IN OUT MODE
- *       MODE: truncate magic version size threads overlap ring frames torn head utf8 nokeep
+ *       MODE: truncate magic version size threads overlap ring frames torn head utf8 ctrl
+ *             nokeep
  *   host_stats_tool raw SOCKET TEXT      (\r and \n escapes; prints the status line)
  */
 #include "config.h"
@@ -169,6 +170,15 @@ static int corrupt(const char *in, const char *out, const char *mode)
 		} else {
 			h->ring_head = UINT64_MAX - 5;
 		}
+	} else if (strcmp(mode, "ctrl") == 0) {
+		/* still valid: UTF-8 names full of terminal controls (C0, DEL, C1) */
+		struct scratch_seg_thread *t = (struct scratch_seg_thread *)(buf + h->threads_off);
+
+		snprintf(h->exe, sizeof(h->exe), "/x/\x1b[2Jevil\x07");
+		snprintf(h->cmdline, sizeof(h->cmdline),
+		         "evil \x1b]0;title\x07 \xc2\x9b"
+		         "31m");
+		snprintf(t->name, sizeof(t->name), "\x1b[31mred\x7f");
 	} else if (strcmp(mode, "nokeep") == 0) {
 		h->flags &= ~SCRATCH_SEG_F_KEEP; /* still valid: not kept after exit */
 	} else if (strcmp(mode, "utf8") == 0) {
