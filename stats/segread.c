@@ -95,6 +95,10 @@ static int check_layout(const struct scratch_seg_header *h, uint64_t file_size, 
 		return bad(err, errlen, "owner table outside the file");
 	if (h->ring_slots > SCRATCH_SEG_MAX_RING || (h->ring_slots & (h->ring_slots - 1)) != 0)
 		return bad(err, errlen, "trace ring size %u is not a power of two", h->ring_slots);
+	/* No ring (trace:false): the writer leaves its record layout at zero,
+	 * and nothing is ever read there. */
+	if (h->ring_slots == 0)
+		return 0;
 	if (h->record_frames > SCRATCH_SEG_MAX_FRAMES ||
 	    h->record_stride < scratch_seg_record_stride(h->record_frames) ||
 	    h->record_stride > 65536 ||

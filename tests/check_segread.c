@@ -178,6 +178,29 @@ static void collect(void *ctx, const struct segread_record *r)
 	got[ngot++ % 64] = r->seq;
 }
 
+/* trace:false: the writer leaves the ring and its record layout at zero.
+ * Such a segment is valid and drains nothing. */
+START_TEST(test_no_ring)
+{
+	struct segread s;
+	uint64_t next = 1, lost = 0;
+
+	hdr()->ring_slots = 0;
+	hdr()->record_frames = 0;
+	hdr()->record_stride = 0;
+	ck_assert_int_eq(open_seg(&s), 0);
+	ck_assert_uint_eq(s.ring_slots, 0);
+	ngot = 0;
+	ck_assert_int_eq(segread_drain(&s, &next, &lost, 1000, false, collect, NULL), 0);
+	ck_assert_uint_eq(ngot, 0);
+	ck_assert_uint_eq(lost, 0);
+	ck_assert_uint_eq(next, 1);
+	/* a ring of slots still needs a record layout */
+	hdr()->ring_slots = RING;
+	ck_assert_int_ne(open_seg(&s), 0);
+}
+END_TEST
+
 START_TEST(test_wrap)
 {
 	struct segread s;
@@ -296,6 +319,7 @@ Suite *segread_suite(void)
 	tcase_add_test(core, test_valid);
 	tcase_add_test(core, test_totals);
 	tcase_add_test(core, test_seqlock);
+	tcase_add_test(core, test_no_ring);
 	tcase_add_checked_fixture(limits, build, teardown);
 	tcase_add_test(limits, test_wrap);
 	tcase_add_test(limits, test_torn_and_unwritten);

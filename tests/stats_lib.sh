@@ -55,6 +55,8 @@ until_true() {
 q() {
   curl -sf --unix-socket "$SOCK" "http://localhost$1"
 }
+# Every JSON check is `jq -en 'input | FILTER'`: jq 1.6's plain -e exits 0
+# on empty input, so a failed request (curl -sf prints nothing) would pass.
 
 daemon_start() {
   "$SD" --run-dir "$RUN" --interval 0.1 "$@" 2>>"$T/scratchd.err" &
