@@ -139,13 +139,14 @@ static void proc_free(struct sd_proc *p)
 	free(p);
 }
 
+static bool refresh_maps(struct sd_proc *p, bool *ret_empty);
+static void sample(struct sd_proc *p);
+
 /*
  * Open and validate a segment file of the run directory. Never follows a
  * symlink, opens only regular files owned by our uid, and O_NONBLOCK so a
  * FIFO planted there cannot hang the daemon. Under sd.lock.
  */
-static bool refresh_maps(struct sd_proc *p, bool *ret_empty);
-
 static void adopt(const char *name)
 {
 	char err[160];
@@ -190,13 +191,15 @@ static void adopt(const char *name)
 	}
 	p->next = sd.procs;
 	sd.procs = p;
-	/* Read the maps now: a trace request may come before the first
-	 * sampling round, and call sites cannot be resolved without them. */
+	/* Read the maps and take a first sample now: a request may come
+	 * before the first sampling round, and should see the threads (and
+	 * call sites need the maps). */
 	{
 		bool empty;
 
 		(void)refresh_maps(p, &empty);
 	}
+	sample(p);
 	if (verbose)
 		logmsg("%s: pid %d %s", name, p->seg.pid, p->seg.exe);
 	return;
@@ -278,6 +281,21 @@ static const char *liveness(struct sd_proc *p, const struct segread_dyn *d)
 	return NULL;
 }
 
+/* Seqlocked reads that may give up, each after SEGREAD_RETRIES retries,
+ * in one sample of one process; beyond them every read gets one try. A
+ * writer is inside a slot for a few stores, so an honest process uses
+ * none of them; a segment whose sequence words stay odd would otherwise
+ * hold sd.lock (and every request) for seconds per sample. */
+#define SD_BUSY_BUDGET 8
+
+/* One read's result: counts a give-up against the sample's budget. */
+static int budget(struct sd_proc *p, int rc)
+{
+	if (rc == -EAGAIN && ++p->busy >= SD_BUSY_BUDGET)
+		p->seg.retries = 0;
+	return rc;
+}
+
 static void read_threads(struct sd_proc *p)
 {
 	uint32_t slots = p->seg.thread_slots ? p->seg.thread_slots : 1;
@@ -291,7 +309,7 @@ static void read_threads(struct sd_proc *p)
 		return;
 	}
 	for (uint32_t i = 0; i < p->seg.thread_slots; i++) {
-		int rc = used[i] ? segread_thread(&p->seg, i, &t[n]) : -ENOENT;
+		int rc = used[i] ? budget(p, segread_thread(&p->seg, i, &t[n])) : -ENOENT;
 
 		if (rc == 0) {
 			n++;
@@ -343,7 +361,7 @@ static void read_owners(struct sd_proc *p)
 	if (o == NULL)
 		return;
 	for (uint32_t i = 0; i < p->seg.owner_slots; i++)
-		if (segread_owner(&p->seg, i, &o[n]) == 0)
+		if (budget(p, segread_owner(&p->seg, i, &o[n])) == 0)
 			n++;
 	free(p->owners);
 	p->owners = o;
@@ -359,11 +377,14 @@ static void sample(struct sd_proc *p)
 	/* A slot the pool reclaims is folded into proc->exited inside
 	 * proc->seq: read proc around the slots and retry when it moved, so a
 	 * thread is counted exactly once. */
+	p->busy = 0;
+	p->seg.retries = SEGREAD_RETRIES;
 	for (int tries = 0; tries < 8; tries++) {
-		if (segread_proc(&p->seg, &p->pc) != 0)
+		if (budget(p, segread_proc(&p->seg, &p->pc)) != 0)
 			memset(&p->pc, 0, sizeof(p->pc));
 		read_threads(p);
-		if (segread_proc(&p->seg, &again) != 0 || again.seq == p->pc.seq)
+		if (budget(p, segread_proc(&p->seg, &again)) != 0 || again.seq == p->pc.seq ||
+		    p->busy >= SD_BUSY_BUDGET)
 			break;
 	}
 	if (p->live)
@@ -412,9 +433,12 @@ static void keep_record(void *ctx, const struct segread_record *r)
 
 	/* An owner registers before its first growth, so a record naming an
 	 * owner we have not sampled yet means the table is newer than our
-	 * copy: read it now, or the record would show no owner name. */
-	if (r->owner != 0 && !owner_known(p, r->owner))
+	 * copy: read it now, or the record would show no owner name. Once
+	 * per drain: a hostile ring may name an unknown owner in every record. */
+	if (r->owner != 0 && !p->owners_fresh && !owner_known(p, r->owner)) {
 		read_owners(p);
+		p->owners_fresh = true;
+	}
 
 	if (p->trace_len == p->trace_cap && !grow_trace(p) && p->trace_cap == 0)
 		return;
@@ -445,6 +469,7 @@ static bool drain(struct sd_proc *p, bool final)
 	bool force =
 	        final || (p->stall_since != 0 && stats_mono_ns() - p->stall_since > 2000000000u);
 
+	p->owners_fresh = false;
 	rc = segread_drain(&p->seg, &p->next_seq, &p->lost, UINT64_MAX, force, keep_record, p);
 	/* New growths may come from code loaded since the maps were read
 	 * (growths are rare, so rereading the maps then costs little). */
@@ -457,8 +482,11 @@ static bool drain(struct sd_proc *p, bool final)
 		p->stall_since = 0;
 	else if (p->stall_since == 0)
 		p->stall_since = stats_mono_ns();
-	if (rc == -EBADMSG)
-		logmsg("%s: trace ring head went backwards", p->file);
+	if (rc == -EBADMSG && !p->head_warned) {
+		logmsg("%s: trace ring head went backwards or out of range; not logged again",
+		       p->file);
+		p->head_warned = true;
+	}
 	if (segread_dyn(&p->seg, &d) == 0)
 		p->head = d.ring_head;
 	return p->next_seq != before || p->lost != lost;

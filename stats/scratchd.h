@@ -53,6 +53,9 @@ struct sd_proc {
 	uint64_t drained;     /* records taken from the ring */
 	uint64_t head;        /* ring head at the last drain */
 	uint64_t stall_since; /* CLOCK_MONOTONIC since the drain stopped on one unwritten record */
+	bool owners_fresh;    /* the owner table was reread during this drain */
+	bool head_warned;     /* a lying ring head was logged (once per process) */
+	uint32_t busy;        /* seqlocked reads that gave up in this sample */
 
 	char *maps; /* file-backed lines of /proc/PID/maps, for symbolization */
 };

@@ -171,6 +171,7 @@ int segread_open(const struct segread_src *src, uint64_t file_size, struct segre
 	copy_str(ret->exe, h.exe, sizeof(ret->exe));
 	copy_str(ret->cmdline, h.cmdline, sizeof(ret->cmdline));
 	copy_str(ret->conf, h.conf, sizeof(ret->conf));
+	ret->retries = SEGREAD_RETRIES;
 	return 0;
 }
 
@@ -192,24 +193,24 @@ int segread_dyn(const struct segread *s, struct segread_dyn *ret)
  * seq word again. pread copies in order and a syscall boundary separates
  * the two copies, so an even, unchanged seq means no writer was inside.
  */
-static int read_seq(const struct segread_src *src, uint64_t off, void *buf, size_t len,
-                    uint64_t seq_off)
+static int read_seq(const struct segread *s, uint64_t off, void *buf, size_t len, uint64_t seq_off)
 {
-	for (int tries = 0; tries < 64; tries++) {
+	for (unsigned tries = 0;; tries++) {
 		uint64_t seq0, seq1;
-		int rc = src_read(src, off, buf, len);
+		int rc = src_read(&s->src, off, buf, len);
 
 		if (rc != 0)
 			return rc;
 		memcpy(&seq0, (uint8_t *)buf + seq_off, sizeof(seq0));
-		rc = src_read(src, off + seq_off, &seq1, sizeof(seq1));
+		rc = src_read(&s->src, off + seq_off, &seq1, sizeof(seq1));
 		if (rc != 0)
 			return rc;
 		if (seq0 % 2 == 0 && seq0 == seq1)
 			return 0;
-		sched_yield();
+		if (tries >= s->retries)
+			return -EAGAIN;
+		sched_yield(); /* let a writer that was preempted inside finish */
 	}
-	return -EAGAIN;
 }
 
 int segread_thread(const struct segread *s, uint32_t i, struct segread_thread *ret)
@@ -220,7 +221,7 @@ int segread_thread(const struct segread *s, uint32_t i, struct segread_thread *r
 
 	if (i >= s->thread_slots)
 		return -EINVAL;
-	rc = read_seq(&s->src, s->threads_off + (uint64_t)i * s->thread_stride, &t, sizeof(t),
+	rc = read_seq(s, s->threads_off + (uint64_t)i * s->thread_stride, &t, sizeof(t),
 	              offsetof(struct scratch_seg_thread, c.seq));
 	if (rc != 0)
 		return rc;
@@ -275,7 +276,7 @@ int segread_owner(const struct segread *s, uint32_t i, struct segread_owner *ret
 
 	if (i >= s->owner_slots)
 		return -EINVAL;
-	rc = read_seq(&s->src, s->owners_off + (uint64_t)i * s->owner_stride, &o, sizeof(o),
+	rc = read_seq(s, s->owners_off + (uint64_t)i * s->owner_stride, &o, sizeof(o),
 	              offsetof(struct scratch_seg_owner, c.seq));
 	if (rc != 0)
 		return rc;
@@ -297,7 +298,7 @@ int segread_owner(const struct segread *s, uint32_t i, struct segread_owner *ret
 
 int segread_proc(const struct segread *s, struct scratch__proc_counters *ret)
 {
-	return read_seq(&s->src, s->proc_off, ret, sizeof(*ret),
+	return read_seq(s, s->proc_off, ret, sizeof(*ret),
 	                offsetof(struct scratch__proc_counters, seq));
 }
 
@@ -346,6 +347,8 @@ int segread_drain(const struct segread *s, uint64_t *next, uint64_t *lost, uint6
 	rc = segread_dyn(s, &d);
 	if (rc != 0)
 		return rc;
+	if (d.ring_head == UINT64_MAX)
+		return -EBADMSG; /* no writer gets there: hostile, and head + 1 would wrap */
 	if (d.ring_head + 1 < seq) {
 		/* The head went backwards: only a hostile writer does that. */
 		*next = d.ring_head + 1;

@@ -49,7 +49,14 @@ struct segread {
 	char exe[SCRATCH_SEG_EXE_LEN];
 	char cmdline[SCRATCH_SEG_CMDLINE_LEN];
 	char conf[SCRATCH_SEG_CONF_LEN];
+	/* How often a seqlocked read (a slot, the process counters) is retried
+	 * while its writer is inside, before it gives -EAGAIN; segread_open()
+	 * sets SEGREAD_RETRIES. A reader facing a segment whose sequence words
+	 * stay odd (a hostile writer) lowers it to bound its time. */
+	unsigned retries;
 };
+
+#define SEGREAD_RETRIES 16
 
 /* What changes in the header while the process runs. */
 struct segread_dyn {

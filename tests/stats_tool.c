@@ -5,8 +5,8 @@
  *
  *   host_stats_tool make OUT PID START_TICKS [RECORDS [RING]]
  *   host_stats_tool corrupt IN OUT MODE
- *       MODE: truncate magic version size threads overlap ring frames torn head utf8 ctrl
- *             nokeep
+ *       MODE: truncate magic version size threads overlap ring frames torn head headmax
+ *             utf8 ctrl nokeep
  *   host_stats_tool raw SOCKET TEXT      (\r and \n escapes; prints the status line)
  */
 #include "config.h"
@@ -159,6 +159,8 @@ static int corrupt(const char *in, const char *out, const char *mode)
 		h->ring_slots = 3;
 	else if (strcmp(mode, "frames") == 0)
 		h->record_frames = 1000;
+	else if (strcmp(mode, "headmax") == 0)
+		h->ring_head = UINT64_MAX; /* head + 1 wraps to 0: "went backwards" */
 	else if (strcmp(mode, "torn") == 0 || strcmp(mode, "head") == 0) {
 		/* still a valid header: records or the head lie */
 		struct scratch_seg_record *r =
