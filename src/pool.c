@@ -614,7 +614,11 @@ SCRATCH_COLD static struct tcache *tc_attach(void)
 	tc->state = TC_LIVE;
 	tc->tid = tid;
 	tc->trim_seen = __atomic_load_n(&g.trim_epoch, __ATOMIC_RELAXED);
+	/* Attaching reads the thread's name from procfs: an open that fails
+	 * (no fd left) must not leak its errno into the host's call. */
+	int saved = errno;
 	c = scratch__segment_thread_attach(tc->index, tid);
+	errno = saved;
 	tc->c = c != NULL ? c : &tc->own;
 	proc_begin();
 	SCRATCH__ADD(&g.proc->threads_seen, 1);

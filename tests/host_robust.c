@@ -641,6 +641,51 @@ static void test_oom(void)
 }
 
 /* ---------------------------------------------------------------------- */
+/* No file descriptor left                                                 */
+/* ---------------------------------------------------------------------- */
+
+/* A thread's first calls give it a stats slot, which reads its name from
+ * procfs. With the descriptor table full that open fails: every call must
+ * still succeed with errno as it was, for small (passed-through, counted
+ * in batches of 4096) and pooled sizes alike. */
+static void *no_fds_thread(void *arg)
+{
+	(void)arg;
+	/* Small sizes first: the slot is attached when the first batch of
+	 * pass-through calls is handed over, not by a pooled call. */
+	for (int i = 0; i < 6000; i++) {
+		size_t n = i < 5000 ? 32 : 256 * HOST_KIB;
+
+		errno = EDOM;
+		char *p = malloc(n);
+		EXPECT(p != NULL && errno == EDOM, "malloc(%zu) #%d: %p, errno %d", n, i, (void *)p,
+		       errno);
+		if (p == NULL || failures)
+			break;
+		p[0] = 1;
+		p[n - 1] = 2;
+		errno = EDOM;
+		free(p);
+		EXPECT(errno == EDOM, "free #%d: errno %d", i, errno);
+		if (failures)
+			break;
+	}
+	return NULL;
+}
+
+static void test_no_fds(void)
+{
+	struct rlimit lim = {.rlim_cur = 32, .rlim_max = 32};
+	pthread_t t;
+
+	EXPECT(setrlimit(RLIMIT_NOFILE, &lim) == 0, "setrlimit: %s", strerror(errno));
+	while (open("/dev/null", O_RDONLY | O_CLOEXEC) >= 0)
+		;
+	EXPECT(pthread_create(&t, NULL, no_fds_thread, NULL) == 0, "pthread_create");
+	EXPECT(pthread_join(t, NULL) == 0, "pthread_join");
+}
+
+/* ---------------------------------------------------------------------- */
 /* The pools' region used up                                               */
 /* ---------------------------------------------------------------------- */
 
@@ -735,10 +780,12 @@ int main(int argc, char **argv)
 		test_count();
 	else if (!strcmp(cmd, "region-full"))
 		test_region_full();
+	else if (!strcmp(cmd, "no-fds"))
+		test_no_fds();
 	else {
 		fprintf(stderr, "usage: host_robust thread-exit|fork|exec|dlopen PLUGIN|"
 		                "deepbind-self PLUGIN|deepbind-cross "
-		                "PLUGIN|signals|threads256|oom|count|region-full\n");
+		                "PLUGIN|signals|threads256|oom|count|region-full|no-fds\n");
 		return 2;
 	}
 	if (failures)
