@@ -113,6 +113,8 @@ SCRATCH_HIDDEN void scratch__os_futex_wake(uint32_t *addr, int count);
 /* CPU and NUMA node the thread runs on now (getcpu); -1 when unknown. */
 SCRATCH_HIDDEN void scratch__os_getcpu(int *ret_cpu, int *ret_node);
 SCRATCH_HIDDEN pid_t scratch__os_gettid(void);
+/* Has thread tid of this process ended (tgkill says ESRCH)? Keeps errno. */
+SCRATCH_HIDDEN bool scratch__os_thread_gone(pid_t tid);
 SCRATCH_HIDDEN unsigned scratch__os_ncpu(void);
 /* CLOCK_REALTIME in nanoseconds. */
 SCRATCH_HIDDEN uint64_t scratch__os_realtime_ns(void);

@@ -123,6 +123,15 @@ pid_t scratch__os_gettid(void)
 	return (pid_t)syscall(SYS_gettid);
 }
 
+bool scratch__os_thread_gone(pid_t tid)
+{
+	int saved = errno;
+	bool gone = syscall(SYS_tgkill, getpid(), tid, 0) != 0 && errno == ESRCH;
+
+	errno = saved;
+	return gone;
+}
+
 unsigned scratch__os_ncpu(void)
 {
 	cpu_set_t set;

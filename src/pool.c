@@ -585,6 +585,49 @@ static void reap_zombies(void)
 	}
 }
 
+/*
+ * The table is full: turn the live slots of threads that have ended into
+ * zombies, as their destructor would have. A thread whose first pool call
+ * comes late in its exit (from another key's destructor, in glibc's second
+ * round or later) gets a slot whose destructor is called fewer than the
+ * three times it waits for, so nothing else tears it down. The thread is
+ * gone, so nothing touches its cache but us, under g.lock; blocks freed
+ * to it later come back through the zombie's remote list. A scan costs a
+ * syscall per slot: one that finds nothing makes the next 1, 2, 4, ...
+ * 1024 full-table attaches skip it, so a process with more live threads
+ * than slots does not pay it for every new thread. Returns true if any
+ * slot was reclaimed. Under g.lock.
+ */
+static bool reclaim_ended_locked(void)
+{
+	static uint32_t skip, backoff;
+	bool any = false;
+
+	if (skip > 0) {
+		skip--;
+		return false;
+	}
+	for (uint32_t i = 0; i < g.tcs_used; i++) {
+		struct tcache *tc = &g.tcs[i];
+
+		if (tc->state != TC_LIVE || !scratch__os_thread_gone(tc->tid))
+			continue;
+		tc_flush_locked(tc);
+		__atomic_store_n(&tc->state, TC_ZOMBIE, __ATOMIC_RELAXED);
+		g.zombies++;
+		scratch__segment_thread_exit(tc->index);
+		any = true;
+	}
+	if (any) {
+		backoff = 0;
+		reap_zombies();
+	} else {
+		backoff = backoff == 0 ? 1 : backoff < 1024 ? backoff * 2 : 1024;
+		skip = backoff;
+	}
+	return any;
+}
+
 /* Give the calling thread a cache slot; TC_DEAD when none is left. */
 SCRATCH_COLD static struct tcache *tc_attach(void)
 {
@@ -593,9 +636,11 @@ SCRATCH_COLD static struct tcache *tc_attach(void)
 	pid_t tid = scratch__os_gettid();
 
 	pthread_mutex_lock(&g.lock);
-	for (int pass = 0; pass < 2 && tc == NULL; pass++) {
+	for (int pass = 0; pass < 3 && tc == NULL; pass++) {
 		if (pass == 1 && g.zombies > 0)
 			reap_zombies();
+		if (pass == 2 && !reclaim_ended_locked())
+			break;
 		for (uint32_t i = 0; i < g.tcs_used; i++)
 			if (g.tcs[i].state == TC_FREE) {
 				tc = &g.tcs[i];

@@ -159,6 +159,65 @@ START_TEST(test_orphan_threads)
 }
 END_TEST
 
+/* A thread whose first pool call comes late in its exit: from a key
+ * destructor that glibc calls in its second round (the first round only
+ * re-arms it), after the round passed the library's key. The slot's own
+ * destructor then gets two calls of the three it waits for; the slot must
+ * still come back once the thread is gone, or after max_threads such
+ * threads no thread would get a cache. */
+static pthread_key_t late_key;
+
+static void late_dtor(void *v)
+{
+	if (v == (void *)1) {
+		pthread_setspecific(late_key, (void *)2); /* again, next round */
+		return;
+	}
+	void *p = scratch_acquire(64 * KIB); /* this thread's first pool call */
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(scratch_release(p), 0);
+}
+
+static void *late_thread(void *arg)
+{
+	(void)arg;
+	pthread_setspecific(late_key, (void *)1);
+	return NULL;
+}
+
+static void *cached_thread(void *arg)
+{
+	struct scratch_stats *s = arg;
+	void *p = scratch_acquire(64 * KIB);
+
+	ck_assert_ptr_nonnull(p);
+	*s = thread_stats();
+	ck_assert_int_eq(scratch_release(p), 0);
+	return NULL;
+}
+
+START_TEST(test_late_exit_slots)
+{
+	struct scratch_stats s;
+
+	conf_add("max_threads:2");
+	/* The library's own key first (so it is created before late_key, and
+	 * a round visits it before late_key): the main thread takes a slot. */
+	ck_assert_int_eq(scratch_release(scratch_acquire(64 * KIB)), 0);
+	ck_assert_int_eq(pthread_key_create(&late_key, late_dtor), 0);
+	for (int i = 0; i < 8; i++)
+		run_thread(late_thread, NULL);
+	run_thread(cached_thread, &s);
+	ck_assert_uint_eq(s.threads, 1); /* it got a cache slot */
+	ck_assert_uint_eq(s.allocs, 1);
+	s = total_stats();
+	ck_assert_uint_eq(s.leased, 0);
+	ck_assert_uint_eq(s.allocs, 10);
+	ck_assert_uint_eq(s.frees, 10);
+	pthread_key_delete(late_key);
+}
+END_TEST
+
 START_TEST(test_classes_apart)
 {
 	void *a = scratch_acquire(64 * KIB), *b;
@@ -788,6 +847,7 @@ Suite *pool_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_threads_isolated);
 	tcase_add_test(tc, test_orphan_threads);
+	tcase_add_test(tc, test_late_exit_slots);
 	tcase_add_test(tc, test_four_threads_hit_rate);
 	tcase_add_test(tc, test_remote_free_returns_to_owner);
 	tcase_add_test(tc, test_exited_thread_cache_reused);
