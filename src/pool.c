@@ -37,6 +37,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -81,6 +82,7 @@ struct tcache {
 	uint32_t trim_seen;
 	pid_t tid;
 	uint8_t state;
+	uint32_t in_remote; /* its thread is inside remote_free (see fork_gate) */
 	uint32_t remote_head __attribute__((aligned(SCRATCH_CACHELINE)));
 	struct scratch__counters own;
 };
@@ -963,6 +965,43 @@ static inline uint32_t lent_block(const void *p)
 
 /* Push a block onto its owner's remote-free list, then credit the owner.
  * Push-then-credit is what lets reap_zombies() trust remote_in_bytes. */
+/*
+ * A remote free pushes the block, then credits it: a fork between the two
+ * would leave the child a block on the list that was never credited, and
+ * its leased figure one block high for good. So remote frees and fork
+ * exclude each other, Dekker style, with no shared line on the free path:
+ * the freer raises its own in_remote flag (orphans, which have no slot,
+ * count in orphans_in_remote) and then reads fork_gate; prefork() raises
+ * fork_gate and then waits for every flag to drop. Sequentially
+ * consistent, so at least one side sees the other. A freer that finds the
+ * gate up waits on g.lock, which prefork() holds until the fork is done.
+ */
+static uint32_t fork_gate;
+static uint32_t orphans_in_remote;
+
+static void remote_leave(struct tcache *me)
+{
+	if (is_tc(me))
+		__atomic_store_n(&me->in_remote, 0, __ATOMIC_RELEASE);
+	else
+		__atomic_fetch_sub(&orphans_in_remote, 1, __ATOMIC_RELEASE);
+}
+
+static void remote_enter(struct tcache *me)
+{
+	for (;;) {
+		if (is_tc(me))
+			__atomic_store_n(&me->in_remote, 1, __ATOMIC_SEQ_CST);
+		else
+			__atomic_fetch_add(&orphans_in_remote, 1, __ATOMIC_SEQ_CST);
+		if (!__atomic_load_n(&fork_gate, __ATOMIC_SEQ_CST))
+			return;
+		remote_leave(me);
+		pthread_mutex_lock(&g.lock); /* until the fork is done */
+		pthread_mutex_unlock(&g.lock);
+	}
+}
+
 static void remote_free(struct tcache *owner, uint32_t id, uint64_t cap)
 {
 	struct blk *d = &g.blk[id];
@@ -1013,7 +1052,9 @@ SCRATCH_COLD static void release_slow(struct tcache *tc, uint32_t id)
 		errno = saved;
 		return;
 	}
+	remote_enter(tc);
 	remote_free(&g.tcs[d->owner - 1], id, cap);
+	remote_leave(tc);
 	if (is_tc(tc)) {
 		scratch__seq_begin(&tc->c->seq);
 		SCRATCH__ADD(&tc->c->frees, 1);
@@ -1234,15 +1275,30 @@ int scratch_conf_get(const char *key, uint64_t *ret_value)
 /* fork                                                                    */
 /* ---------------------------------------------------------------------- */
 
-/* Lock order: init_lock, then g.lock. Fast paths take neither. */
+/* Lock order: init_lock, then g.lock. Fast paths take neither. Then the
+ * remote frees in flight finish (see fork_gate), a few stores each. The
+ * wait is bounded all the same, and the forking thread's own flag is not
+ * waited for: a signal handler that forks could find it raised, and would
+ * wait forever. A miscount in the child is the lesser harm. */
 static void prefork(void)
 {
+	struct tcache *self = tls_tc;
+	unsigned spins = 0;
+
 	pthread_mutex_lock(&init_lock);
 	pthread_mutex_lock(&g.lock);
+	__atomic_store_n(&fork_gate, 1, __ATOMIC_SEQ_CST);
+	for (uint32_t i = 0; i < g.tcs_used; i++)
+		while (&g.tcs[i] != self &&
+		       __atomic_load_n(&g.tcs[i].in_remote, __ATOMIC_SEQ_CST) && spins++ < 100000)
+			sched_yield();
+	while (__atomic_load_n(&orphans_in_remote, __ATOMIC_SEQ_CST) != 0 && spins++ < 100000)
+		sched_yield();
 }
 
 static void postfork_parent(void)
 {
+	__atomic_store_n(&fork_gate, 0, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&g.lock);
 	pthread_mutex_unlock(&init_lock);
 }
@@ -1257,6 +1313,8 @@ static void postfork_child(void)
 
 	/* The forking thread took both locks in prefork(), so it may release
 	 * them here; no other thread exists to hold them. */
+	__atomic_store_n(&fork_gate, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&orphans_in_remote, 0, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&g.lock);
 	pthread_mutex_unlock(&init_lock);
 	if (__atomic_load_n(&g.state, __ATOMIC_ACQUIRE) != ST_READY)
