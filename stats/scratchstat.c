@@ -772,24 +772,37 @@ static void on_sigint(int sig)
 
 /* One interval line as JSON: rates between two process snapshots (prev
  * NULL: since the process started). */
+/* How much counter key grew from prev to v; 0 if it did not. */
+static uint64_t grown(const json_t *v, const json_t *prev, const char *key)
+{
+	uint64_t a = num(v, key), b = prev != NULL ? num(prev, key) : 0;
+
+	return a > b ? a - b : 0;
+}
+
+/* One interval line. After an exec the pid shows a new image (another
+ * segment file) whose counters start again: the line then covers the new
+ * image's life so far, and says so. */
 static json_t *interval_json(pid_t pid, const json_t *v, const json_t *prev, uint64_t now,
                              uint64_t prev_ns)
 {
-	double dt = (double)(now - (prev != NULL ? prev_ns : num(v, "created_ns"))) / 1e9;
-	uint64_t da = num(v, "allocs") - (prev ? num(prev, "allocs") : 0);
-	uint64_t dg = num(v, "growths") - (prev ? num(prev, "growths") : 0);
-	uint64_t df = num(v, "frees") - (prev ? num(prev, "frees") : 0);
+	bool new_image = prev != NULL && (strcmp(str(v, "file"), str(prev, "file")) != 0 ||
+	                                  num(v, "created_ns") != num(prev, "created_ns"));
+	const json_t *base = new_image ? NULL : prev;
+	uint64_t from = base != NULL ? prev_ns : num(v, "created_ns");
+	double dt = now > from ? (double)(now - from) / 1e9 : 1e-9;
+	uint64_t da = grown(v, base, "allocs");
+	uint64_t dg = grown(v, base, "growths");
+	uint64_t df = grown(v, base, "frees");
 
-	if (dt <= 0)
-		dt = 1e-9;
 	return json_pack(
-	        "{s:I,s:i,s:f,s:I,s:I,s:f,s:o,s:f,s:f,s:I,s:I,s:s}", "time_ns", (json_int_t)now,
+	        "{s:I,s:i,s:f,s:I,s:I,s:f,s:o,s:f,s:f,s:I,s:I,s:s,s:b}", "time_ns", (json_int_t)now,
 	        "pid", (int)pid, "interval_s", dt, "threads", (json_int_t)num(v, "threads"),
 	        "allocs", (json_int_t)da, "allocs_per_s", (double)da / dt, "hit_rate",
 	        da ? json_real((double)(da - (dg < da ? dg : da)) / (double)da) : json_null(),
 	        "growths_per_s", (double)dg / dt, "frees_per_s", (double)df / dt, "retained",
 	        (json_int_t)num(v, "retained"), "leased", (json_int_t)num(v, "leased"), "state",
-	        str(v, "state"));
+	        str(v, "state"), "new_image", new_image);
 }
 
 static void print_interval(const json_t *o)
@@ -802,13 +815,14 @@ static void print_interval(const json_t *o)
 		         100.0 * json_real_value(json_object_get(o, "hit_rate")));
 	else
 		snprintf(h, sizeof(h), "-");
-	printf("%-12s %7llu %10.0f %6s %9.1f %9.0f %10s %10s %s\n", t,
+	printf("%-12s %7llu %10.0f %6s %9.1f %9.0f %10s %10s %s%s\n", t,
 	       (unsigned long long)num(o, "threads"),
 	       json_real_value(json_object_get(o, "allocs_per_s")), h,
 	       json_real_value(json_object_get(o, "growths_per_s")),
 	       json_real_value(json_object_get(o, "frees_per_s")),
 	       human(num(o, "retained"), a, sizeof(a)), human(num(o, "leased"), b, sizeof(b)),
-	       str(o, "state"));
+	       str(o, "state"),
+	       json_is_true(json_object_get(o, "new_image")) ? " (new image: exec)" : "");
 }
 
 static int view_interval(pid_t pid, double interval, long count)
