@@ -159,6 +159,17 @@ START_TEST(test_orphan_threads)
 }
 END_TEST
 
+/* ThreadSanitizer finishes a thread in glibc's last destructor round, where
+ * the next case still runs code: not something it supports. */
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+
+#ifndef UNDER_TSAN
 /* A thread whose first pool call comes late in its exit: from a key
  * destructor that glibc calls in its second round (the first round only
  * re-arms it), after the round passed the library's key. The slot's own
@@ -217,6 +228,7 @@ START_TEST(test_late_exit_slots)
 	pthread_key_delete(late_key);
 }
 END_TEST
+#endif
 
 START_TEST(test_classes_apart)
 {
@@ -847,7 +859,9 @@ Suite *pool_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_threads_isolated);
 	tcase_add_test(tc, test_orphan_threads);
+#ifndef UNDER_TSAN
 	tcase_add_test(tc, test_late_exit_slots);
+#endif
 	tcase_add_test(tc, test_four_threads_hit_rate);
 	tcase_add_test(tc, test_remote_free_returns_to_owner);
 	tcase_add_test(tc, test_exited_thread_cache_reused);

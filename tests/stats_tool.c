@@ -5,9 +5,10 @@
  *
  *   host_stats_tool make OUT PID START_TICKS [RECORDS [RING]]
  *   host_stats_tool corrupt IN OUT MODE
- *       MODE: truncate magic version size threads overlap ring frames torn head headmax
- *             utf8 ctrl nokeep
+ *       MODE: truncate magic version size threads overlap ring frames torn head utf8 ctrl
+ *             nokeep
  *   host_stats_tool raw SOCKET TEXT      (\r and \n escapes; prints the status line)
+ *   host_stats_tool poke-head FILE VALUE (the ring head, in place)
  */
 #include "config.h"
 
@@ -159,8 +160,6 @@ static int corrupt(const char *in, const char *out, const char *mode)
 		h->ring_slots = 3;
 	else if (strcmp(mode, "frames") == 0)
 		h->record_frames = 1000;
-	else if (strcmp(mode, "headmax") == 0)
-		h->ring_head = UINT64_MAX; /* head + 1 wraps to 0: "went backwards" */
 	else if (strcmp(mode, "torn") == 0 || strcmp(mode, "head") == 0) {
 		/* still a valid header: records or the head lie */
 		struct scratch_seg_record *r =
@@ -241,6 +240,22 @@ static int raw(const char *path, const char *text)
 	return 0;
 }
 
+/* Overwrite the ring head of a segment in place (no truncation: a live
+ * process maps it), as a hostile writer would. */
+static int poke_head(const char *path, uint64_t head)
+{
+	int fd = open(path, O_RDWR);
+	ssize_t n;
+
+	if (fd < 0) {
+		perror(path);
+		return 1;
+	}
+	n = pwrite(fd, &head, sizeof(head), offsetof(struct scratch_seg_header, ring_head));
+	close(fd);
+	return n == (ssize_t)sizeof(head) ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 5 && strcmp(argv[1], "make") == 0)
@@ -251,6 +266,8 @@ int main(int argc, char **argv)
 		return corrupt(argv[2], argv[3], argv[4]);
 	if (argc == 4 && strcmp(argv[1], "raw") == 0)
 		return raw(argv[2], argv[3]);
-	fprintf(stderr, "usage: host_stats_tool make|corrupt|raw ...\n");
+	if (argc == 4 && strcmp(argv[1], "poke-head") == 0)
+		return poke_head(argv[2], strtoull(argv[3], NULL, 0));
+	fprintf(stderr, "usage: host_stats_tool make|corrupt|raw|poke-head ...\n");
 	return 2;
 }
