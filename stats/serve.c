@@ -17,7 +17,7 @@
  * Every peer is checked with SO_PEERCRED (same uid or root); errors are
  * JSON {"error": "..."} with a 4xx status. One thread per connection
  * (followers block in their content callback), at most 64 connections,
- * 16 KiB of request memory each.
+ * 16 KiB of request memory each, 10 s to send a request's headers.
  */
 #include "config.h"
 
@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -800,6 +801,8 @@ static bool peer_allowed(struct MHD_Connection *c)
 	return uid == geteuid() || uid == 0;
 }
 
+static void headers_in(struct MHD_Connection *c);
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload,
                               size_t *upload_size, void **state)
@@ -812,6 +815,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	(void)upload;
 	if (*state == NULL) {
 		*state = &first_call;
+		headers_in(c);
 		return MHD_YES;
 	}
 	if (*upload_size != 0) {
@@ -836,6 +840,128 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		return ret;
 	}
 	return flush(c);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Header deadline                                                         */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * Each connection has a thread, and MHD closes one only after its idle
+ * timeout, which every byte restarts: a peer that opens connections and
+ * sends headers a byte at a time would hold every thread. So a connection
+ * gets SD_HEADER_DEADLINE_S seconds to deliver a request's headers, from
+ * its start or from the end of its previous request; the watchdog shuts
+ * down the socket of one that misses it, and MHD then closes it. Streams
+ * (follow) have their headers in and are never cut. MHD reports a
+ * connection closed before it closes its socket, and the entry leaves the
+ * list then, under wait_lock: the watchdog never shuts a reused fd.
+ */
+#define SD_HEADER_DEADLINE_S 10
+
+struct waiting {
+	struct waiting *next, **prevp;
+	int fd;
+	bool in_headers; /* waiting for a request's headers */
+	bool cut;        /* shut down by the watchdog */
+	uint64_t since;  /* CLOCK_MONOTONIC ns */
+};
+
+static pthread_mutex_t wait_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wait_cond = PTHREAD_COND_INITIALIZER;
+static struct waiting *waiting_head;
+static pthread_t watchdog;
+static bool watchdog_running, watchdog_stop;
+
+static void waiting_set(struct waiting *w, bool in_headers)
+{
+	pthread_mutex_lock(&wait_lock);
+	w->in_headers = in_headers;
+	w->since = stats_mono_ns();
+	pthread_mutex_unlock(&wait_lock);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+	struct waiting *w = *socket_context;
+
+	(void)cls;
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+		        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		/* Without memory the connection just has no deadline. */
+		if (ci == NULL || (w = calloc(1, sizeof(*w))) == NULL)
+			return;
+		w->fd = ci->connect_fd;
+		w->in_headers = true;
+		w->since = stats_mono_ns();
+		pthread_mutex_lock(&wait_lock);
+		w->next = waiting_head;
+		w->prevp = &waiting_head;
+		if (waiting_head != NULL)
+			waiting_head->prevp = &w->next;
+		waiting_head = w;
+		pthread_mutex_unlock(&wait_lock);
+		*socket_context = w;
+		return;
+	}
+	if (w == NULL)
+		return;
+	pthread_mutex_lock(&wait_lock);
+	*w->prevp = w->next;
+	if (w->next != NULL)
+		w->next->prevp = w->prevp;
+	pthread_mutex_unlock(&wait_lock);
+	free(w);
+	*socket_context = NULL;
+}
+
+/* A request is done: the next one's headers are due in time again. */
+static void on_completed(void *cls, struct MHD_Connection *c, void **state,
+                         enum MHD_RequestTerminationCode toe)
+{
+	const union MHD_ConnectionInfo *ci =
+	        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	(void)cls;
+	(void)state;
+	(void)toe;
+	if (ci != NULL && ci->socket_context != NULL)
+		waiting_set(ci->socket_context, true);
+}
+
+/* The request's headers are in (the access handler's first call). */
+static void headers_in(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+	        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	if (ci != NULL && ci->socket_context != NULL)
+		waiting_set(ci->socket_context, false);
+}
+
+static void *watchdog_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&wait_lock);
+	while (!watchdog_stop) {
+		struct timespec until;
+		uint64_t now = stats_mono_ns();
+
+		for (struct waiting *w = waiting_head; w != NULL; w = w->next)
+			if (w->in_headers && !w->cut &&
+			    now - w->since > (uint64_t)SD_HEADER_DEADLINE_S * 1000000000u) {
+				shutdown(w->fd, SHUT_RDWR);
+				w->cut = true;
+			}
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 1;
+		pthread_cond_timedwait(&wait_cond, &wait_lock, &until);
+	}
+	pthread_mutex_unlock(&wait_lock);
+	return NULL;
 }
 
 static int parse_listen(const char *s, struct sockaddr_in *sa, char *err, size_t errlen)
@@ -873,10 +999,15 @@ int sd_serve_start(int unix_fd, const char *listen_on, char *err, size_t errlen)
 	                       MHD_USE_ERROR_LOG | MHD_USE_ITC;
 	struct sockaddr_in sa;
 
-	unix_daemon = MHD_start_daemon(flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_LISTEN_SOCKET,
-	                               unix_fd, MHD_OPTION_CONNECTION_LIMIT, 64u,
-	                               MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
-	                               MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_END);
+	if (!watchdog_running) {
+		watchdog_stop = false;
+		watchdog_running = pthread_create(&watchdog, NULL, watchdog_main, NULL) == 0;
+	}
+	unix_daemon = MHD_start_daemon(
+	        flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_LISTEN_SOCKET, unix_fd,
+	        MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
+	        MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+	        NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
 	if (unix_daemon == NULL) {
 		snprintf(err, errlen, "cannot serve on %s", sd.socket_path);
 		return -EIO;
@@ -885,11 +1016,12 @@ int sd_serve_start(int unix_fd, const char *listen_on, char *err, size_t errlen)
 		return 0;
 	if (parse_listen(listen_on, &sa, err, errlen) != 0)
 		return -EINVAL;
-	tcp_daemon = MHD_start_daemon(flags, ntohs(sa.sin_port), NULL, NULL, handle, &tcp_marker,
-	                              MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-	                              MHD_OPTION_CONNECTION_LIMIT, 16u,
-	                              MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
-	                              MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
+	tcp_daemon = MHD_start_daemon(
+	        flags, ntohs(sa.sin_port), NULL, NULL, handle, &tcp_marker, MHD_OPTION_SOCK_ADDR,
+	        (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT, 16u,
+	        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384, MHD_OPTION_CONNECTION_TIMEOUT,
+	        30u, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL, MHD_OPTION_NOTIFY_COMPLETED,
+	        on_completed, NULL, MHD_OPTION_END);
 	if (tcp_daemon == NULL) {
 		snprintf(err, errlen, "cannot listen on %s", listen_on);
 		return -EADDRINUSE;
@@ -919,4 +1051,12 @@ void sd_serve_stop(void)
 	if (unix_daemon != NULL)
 		MHD_stop_daemon(unix_daemon);
 	tcp_daemon = unix_daemon = NULL;
+	if (watchdog_running) {
+		pthread_mutex_lock(&wait_lock);
+		watchdog_stop = true;
+		pthread_cond_signal(&wait_cond);
+		pthread_mutex_unlock(&wait_lock);
+		pthread_join(watchdog, NULL);
+		watchdog_running = false;
+	}
 }
