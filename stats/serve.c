@@ -25,6 +25,7 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -964,6 +965,46 @@ static void *watchdog_main(void *arg)
 	return NULL;
 }
 
+/*
+ * MHD's own messages (a peer that closed mid-request, a failed accept):
+ * masked like the daemon's log and at most 10 a minute, since any peer
+ * can cause them; the count of the rest is logged when the next minute
+ * starts.
+ */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static uint64_t window;
+	static unsigned shown, dropped;
+	uint64_t now = stats_mono_ns() / 60000000000u;
+	char line[512];
+	size_t n;
+
+	(void)cls;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	n = strlen(line);
+	while (n > 0 && line[n - 1] == '\n')
+		line[--n] = '\0';
+	for (char *c = line; *c != '\0'; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	pthread_mutex_lock(&lock);
+	if (now != window) {
+		if (dropped > 0)
+			fprintf(stderr, "scratchd: http: %u more messages in the last minute\n",
+			        dropped);
+		window = now;
+		shown = dropped = 0;
+	}
+	if (shown < 10) {
+		shown++;
+		fprintf(stderr, "scratchd: http: %s\n", line);
+	} else {
+		dropped++;
+	}
+	pthread_mutex_unlock(&lock);
+}
+
 static int parse_listen(const char *s, struct sockaddr_in *sa, char *err, size_t errlen)
 {
 	char host[64];
@@ -1004,10 +1045,11 @@ int sd_serve_start(int unix_fd, const char *listen_on, char *err, size_t errlen)
 		watchdog_running = pthread_create(&watchdog, NULL, watchdog_main, NULL) == 0;
 	}
 	unix_daemon = MHD_start_daemon(
-	        flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_LISTEN_SOCKET, unix_fd,
-	        MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
-	        MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
-	        NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
+	        flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+	        MHD_OPTION_LISTEN_SOCKET, unix_fd, MHD_OPTION_CONNECTION_LIMIT, 64u,
+	        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384, MHD_OPTION_CONNECTION_TIMEOUT,
+	        60u, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL, MHD_OPTION_NOTIFY_COMPLETED,
+	        on_completed, NULL, MHD_OPTION_END);
 	if (unix_daemon == NULL) {
 		snprintf(err, errlen, "cannot serve on %s", sd.socket_path);
 		return -EIO;
@@ -1017,7 +1059,8 @@ int sd_serve_start(int unix_fd, const char *listen_on, char *err, size_t errlen)
 	if (parse_listen(listen_on, &sa, err, errlen) != 0)
 		return -EINVAL;
 	tcp_daemon = MHD_start_daemon(
-	        flags, ntohs(sa.sin_port), NULL, NULL, handle, &tcp_marker, MHD_OPTION_SOCK_ADDR,
+	        flags, ntohs(sa.sin_port), NULL, NULL, handle, &tcp_marker,
+	        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
 	        (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT, 16u,
 	        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384, MHD_OPTION_CONNECTION_TIMEOUT,
 	        30u, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL, MHD_OPTION_NOTIFY_COMPLETED,
