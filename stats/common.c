@@ -150,3 +150,10 @@ int stats_proc_start_ticks(pid_t pid, uint64_t *ret_ticks)
 	free(buf);
 	return -EINVAL;
 }
+
+void stats_mask_controls(char *s)
+{
+	for (; *s != '\0'; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+}

@@ -29,6 +29,10 @@ int stats_peer_uid(int fd, uid_t *ret_uid);
 uint64_t stats_realtime_ns(void);
 uint64_t stats_mono_ns(void);
 
+/* Replace every C0 control character and DEL in s by '?': a line for a
+ * log or a terminal that carries untrusted names. */
+void stats_mask_controls(char *s);
+
 /* Field 22 of /proc/PID/stat: -ENOENT when the process is gone. */
 int stats_proc_start_ticks(pid_t pid, uint64_t *ret_ticks);
 

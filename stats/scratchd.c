@@ -63,9 +63,7 @@ __attribute__((format(printf, 1, 2))) static void logmsg(const char *fmt, ...)
 	va_end(ap);
 	/* Lines carry names from segments and the command line: no control
 	 * character of theirs reaches a terminal or splits a log line. */
-	for (char *c = line; *c != '\0'; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			*c = '?';
+	stats_mask_controls(line);
 	fprintf(stderr, "scratchd: %s\n", line);
 }
 

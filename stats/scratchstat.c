@@ -64,9 +64,7 @@ __attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 	va_end(ap);
 	/* Arguments and the daemon's answers are quoted here: none of their
 	 * control characters reaches the terminal. */
-	for (char *c = line; *c != '\0'; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			*c = '?';
+	stats_mask_controls(line);
 	fprintf(stderr, "scratchstat: %s\n", line);
 }
 

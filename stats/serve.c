@@ -985,9 +985,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	n = strlen(line);
 	while (n > 0 && line[n - 1] == '\n')
 		line[--n] = '\0';
-	for (char *c = line; *c != '\0'; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			*c = '?';
+	stats_mask_controls(line);
 	pthread_mutex_lock(&lock);
 	if (now != window) {
 		if (dropped > 0)
