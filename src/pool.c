@@ -963,8 +963,6 @@ static inline uint32_t lent_block(const void *p)
 	return lent_at(off);
 }
 
-/* Push a block onto its owner's remote-free list, then credit the owner.
- * Push-then-credit is what lets reap_zombies() trust remote_in_bytes. */
 /*
  * A remote free pushes the block, then credits it: a fork between the two
  * would leave the child a block on the list that was never credited, and
@@ -1002,6 +1000,8 @@ static void remote_enter(struct tcache *me)
 	}
 }
 
+/* Push a block onto its owner's remote-free list, then credit the owner.
+ * Push-then-credit is what lets reap_zombies() trust remote_in_bytes. */
 static void remote_free(struct tcache *owner, uint32_t id, uint64_t cap)
 {
 	struct blk *d = &g.blk[id];
@@ -1322,6 +1322,9 @@ static void postfork_child(void)
 	for (uint32_t i = 0; i < g.tcs_used; i++) {
 		struct tcache *tc = &g.tcs[i];
 
+		/* a flag left up by a freer prefork gave up on stays with the
+		 * parent: no later fork of ours should wait for it */
+		tc->in_remote = 0;
 		if (tc == self || tc->state != TC_LIVE)
 			continue;
 		__atomic_store_n(&tc->state, TC_FORKED, __ATOMIC_RELAXED);
