@@ -65,20 +65,36 @@ void scratch__trace_growth(pid_t tid, uint64_t bytes, uint32_t cls, uint32_t own
 	s = __atomic_add_fetch(&h->ring_head, 1, __ATOMIC_RELAXED);
 	r = (struct scratch_seg_record *)((uint8_t *)h + h->ring_off +
 	                                  ((s - 1) & (h->ring_slots - 1)) * h->record_stride);
+	/* The record is made here and its check computed from our own values,
+	 * never read back from the slot: a writer of a later lap may have
+	 * rewritten the slot's seq meanwhile, and a check over its seq and our
+	 * payload would pass for its record. */
+	struct scratch_seg_record mine = {
+	        .seq = s,
+	        .time_ns = scratch__os_realtime_ns(),
+	        .bytes = bytes,
+	        .tid = (int32_t)tid,
+	        .cls = cls,
+	        .cpu = cpu,
+	        .node = node,
+	        .owner = owner,
+	        .nframes = nframes,
+	};
+	mine.check = scratch_seg_record_check(&mine, frames, nframes);
 	/* seq first, then (release) the payload: a reader that sees the new
 	 * seq_end below also sees seq == s, or knows the record is torn. */
 	__atomic_store_n(&r->seq, s, __ATOMIC_RELAXED);
 	SCRATCH__FENCE_RELEASE();
-	r->time_ns = scratch__os_realtime_ns();
-	r->bytes = bytes;
-	r->tid = (int32_t)tid;
-	r->cls = cls;
-	r->cpu = cpu;
-	r->node = node;
-	r->owner = owner;
-	r->nframes = nframes;
+	r->time_ns = mine.time_ns;
+	r->bytes = mine.bytes;
+	r->tid = mine.tid;
+	r->cls = mine.cls;
+	r->cpu = mine.cpu;
+	r->node = mine.node;
+	r->owner = mine.owner;
+	r->nframes = mine.nframes;
 	memcpy(r->frames, frames, nframes * sizeof(frames[0]));
-	r->check = scratch_seg_record_check(r, frames, nframes);
+	r->check = mine.check;
 	__atomic_store_n(&r->seq_end, s, __ATOMIC_RELEASE);
 	in_trace = 0;
 }
