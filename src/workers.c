@@ -172,7 +172,8 @@ static void rows_share(const struct scratch_rows_part *parts, size_t nparts, uns
 		if (p == nparts)
 			return;
 		begin = (k - base) * grain;
-		end = begin + grain < parts[p].rows ? begin + grain : parts[p].rows;
+		/* not begin + grain < rows: that sum can wrap near SIZE_MAX */
+		end = grain < parts[p].rows - begin ? begin + grain : parts[p].rows;
 		parts[p].fn(parts[p].ctx, begin, end, participant);
 	}
 }
@@ -242,25 +243,29 @@ static void wake_parked(struct scratch_workers *w)
 	}
 }
 
+static inline bool alive(const struct scratch_workers *w);
+
 /*
  * The dispatcher waits for done == workers, spinning, then sleeping on the
  * done futex. Same argument as wait_epoch, with the roles swapped: the
  * dispatcher stores caller_parked = 1 then loads done; the last worker adds
- * to done then loads caller_parked (both sequentially consistent).
+ * to done then loads caller_parked (both sequentially consistent). A
+ * dispatcher that forked inside its own share returns in the child, where
+ * no worker will ever finish: it stops waiting there.
  */
 static void wait_done(struct scratch_workers *w)
 {
 	uint32_t n = w->nworkers, d;
 
 	for (int i = 0; i < w->spin; i++) {
-		if (__atomic_load_n(&w->done, __ATOMIC_ACQUIRE) == n)
+		if (__atomic_load_n(&w->done, __ATOMIC_ACQUIRE) == n || !alive(w))
 			return;
 		scratch__spin_poll(i);
 	}
 	for (;;) {
 		__atomic_store_n(&w->caller_parked, 1, __ATOMIC_SEQ_CST);
 		d = __atomic_load_n(&w->done, __ATOMIC_SEQ_CST);
-		if (d == n)
+		if (d == n || !alive(w))
 			break;
 		count(&w->oc->parks);
 		scratch__os_futex_wait(&w->done, d, -1);
@@ -366,14 +371,19 @@ static int run_inline(struct scratch_workers *w, struct job *job, scratch__prepa
 	job->n = 1;
 	if (prepare && (rc = prepare(prepare_ctx, 1)) != 0)
 		return rc;
-	if (w)
+	const struct scratch_workers *outer = tls_pool;
+
+	if (w) {
 		count(&w->inline_runs);
+		tls_pool = w; /* so a destroy of w from inside the job is refused */
+	}
 	tls_job_depth++;
 	if (job->kind == JOB_RUN)
 		job->fn(job->ctx, 0, 1);
 	else
 		rows_share(job->parts, job->nparts, 1, 0, &cursor);
 	tls_job_depth--;
+	tls_pool = outer;
 	return 0;
 }
 

@@ -476,6 +476,77 @@ START_TEST(test_fork_child_runs_serially)
 }
 END_TEST
 
+/* A dispatcher that forks inside its own share: the child returns from the
+ * dispatch (its workers stayed with the parent) instead of waiting for them
+ * forever, and the pool runs serially there afterwards. */
+struct fork_in_job {
+	pid_t child;
+	int in_child;
+};
+
+static void fork_in_job(void *ctx, unsigned participant, unsigned n)
+{
+	struct fork_in_job *f = ctx;
+
+	if (participant != n - 1) {
+		usleep(100000); /* the workers are still busy when the caller forks */
+		return;
+	}
+	f->child = fork();
+	if (f->child == 0) {
+		f->in_child = 1;
+		alarm(20); /* a hang here fails the test instead of stalling it */
+	}
+}
+
+START_TEST(test_fork_inside_own_share)
+{
+	scratch_workers_t *w = pool_of(2, 10);
+	struct fork_in_job f = {0};
+	int status;
+
+	ck_assert_int_eq(scratch_workers_run(w, fork_in_job, &f), 0);
+	if (f.in_child) {
+		struct tally t = {0};
+		int ok = scratch_workers_run(w, tally_job, &t) == 0 && t.calls == 1 &&
+		         scratch_workers_destroy(w) == 0;
+
+		_exit(ok ? 0 : 1);
+	}
+	ck_assert_int_ne(f.child, -1);
+	ck_assert_int_eq(waitpid(f.child, &status, 0), f.child);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+	run_and_check(w, 2);
+	ck_assert_int_eq(scratch_workers_destroy(w), 0);
+}
+END_TEST
+
+/* A pool serving a job inline refuses to be destroyed from inside it. */
+struct destroy_inside {
+	scratch_workers_t *w;
+	int rc;
+};
+
+static void destroy_inside(void *ctx, unsigned participant, unsigned n)
+{
+	struct destroy_inside *d = ctx;
+
+	(void)participant;
+	(void)n;
+	d->rc = scratch_workers_destroy(d->w);
+}
+
+START_TEST(test_destroy_inside_inline_job)
+{
+	struct destroy_inside d = {.w = pool_of(1, 0), .rc = 1}; /* serial: every job inline */
+
+	ck_assert_uint_eq(scratch_workers_size(d.w), 1);
+	ck_assert_int_eq(scratch_workers_run(d.w, destroy_inside, &d), 0);
+	ck_assert_int_eq(d.rc, -EBUSY);
+	ck_assert_int_eq(scratch_workers_destroy(d.w), 0);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------- */
 /* Row spaces                                                             */
 /* ---------------------------------------------------------------------- */
@@ -497,6 +568,43 @@ static void cover_rows(void *ctx, size_t b, size_t e, unsigned p)
 		__atomic_fetch_add(&c->hits[i], 1, __ATOMIC_RELAXED);
 	__atomic_fetch_or(&c->participants, (uint64_t)1 << p, __ATOMIC_RELAXED);
 }
+
+/* Row counts near SIZE_MAX: the last grain ends at rows, never wraps. */
+struct span_sum {
+	size_t covered;
+	unsigned bad;
+};
+
+static void sum_span(void *ctx, size_t b, size_t e, unsigned p)
+{
+	struct span_sum *s = ctx;
+
+	(void)p;
+	if (e <= b)
+		__atomic_fetch_add(&s->bad, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_add(&s->covered, e - b, __ATOMIC_RELAXED);
+}
+
+START_TEST(test_rows_near_size_max)
+{
+	scratch_workers_t *w = pool_of(2, 0);
+	size_t rows = SIZE_MAX - 256;
+
+	for (size_t grain = rows - 1; grain >= rows - 3; grain--) {
+		struct span_sum s = {0};
+
+		ck_assert_int_eq(scratch_workers_run_rows(w, rows, grain, sum_span, &s), 0);
+		ck_assert_uint_eq(s.bad, 0);
+		ck_assert_uint_eq(s.covered, rows);
+		memset(&s, 0, sizeof(s));
+		ck_assert_int_eq(scratch_workers_run_rows(NULL, rows, grain, sum_span, &s), 0);
+		ck_assert_uint_eq(s.bad, 0);
+		ck_assert_uint_eq(s.covered, rows);
+	}
+	ck_assert_int_eq(scratch_workers_destroy(w), 0);
+}
+END_TEST
 
 START_TEST(test_rows_cover_once)
 {
@@ -701,10 +809,13 @@ Suite *workers_suite(void)
 	tcase_add_test(misuse, test_nested_rows);
 	tcase_add_test(misuse, test_concurrent_dispatch);
 	tcase_add_test(misuse, test_fork_child_runs_serially);
+	tcase_add_test(misuse, test_fork_inside_own_share);
+	tcase_add_test(misuse, test_destroy_inside_inline_job);
 	suite_add_tcase(s, misuse);
 
 	tcase_set_timeout(rows, 60);
 	tcase_add_test(rows, test_rows_cover_once);
+	tcase_add_test(rows, test_rows_near_size_max);
 	tcase_add_test(rows, test_many_parts_own_indices);
 	tcase_add_test(rows, test_matvec_bit_identical);
 	tcase_add_test(rows, test_matvec2_is_two_singles);
