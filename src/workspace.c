@@ -92,6 +92,7 @@ struct scratch_workspace {
 	struct scratch__owner_counters priv;
 	struct scratch_team *teams;
 	uint64_t nteams, leases, local_leases, rebuilds, lost;
+	uint64_t locals_out; /* call-local teams leased now (destroy waits for 0) */
 	uint64_t retained, leased, panel_bytes, growths;
 	size_t map_bytes;
 	/* growth records, a ring of TRACE_RECORDS when traced */
@@ -219,11 +220,12 @@ int scratch_workspace_destroy(scratch_workspace_t *ws)
 	if (!ws)
 		return 0;
 	pthread_mutex_lock(&ws->lock);
-	for (struct scratch_team *t = ws->teams; t; t = t->next) {
-		if (t->leased) {
-			pthread_mutex_unlock(&ws->lock);
-			return -EBUSY;
-		}
+	bool busy = ws->locals_out > 0; /* call-local teams are in no list */
+	for (struct scratch_team *t = ws->teams; t && !busy; t = t->next)
+		busy = t->leased;
+	if (busy) {
+		pthread_mutex_unlock(&ws->lock);
+		return -EBUSY;
 	}
 	while (ws->teams)
 		team_drop(ws, &ws->teams);
@@ -290,6 +292,7 @@ static SCRATCH_COLD scratch_team_t *lease_local(struct scratch_workspace *ws, un
 	held_push(&t->held, ws);
 	pthread_mutex_lock(&ws->lock);
 	ws->local_leases++;
+	ws->locals_out++;
 	pthread_mutex_unlock(&ws->lock);
 	return t;
 }
@@ -343,6 +346,9 @@ int scratch_team_release(scratch_team_t *t)
 	if (t->local) {
 		team_empty(t);
 		scratch__os_unmap(t, sizeof(*t));
+		pthread_mutex_lock(&ws->lock);
+		ws->locals_out--;
+		pthread_mutex_unlock(&ws->lock);
 		return 0;
 	}
 	pthread_mutex_lock(&ws->lock);

@@ -570,6 +570,25 @@ START_TEST(test_misuse)
 }
 END_TEST
 
+/* A call-local team (a second lease on one thread) keeps its workspace
+ * alive like a kept team does: destroy refuses while it is out, in either
+ * release order, and the local team still grows afterwards. */
+START_TEST(test_destroy_waits_for_local_teams)
+{
+	scratch_workspace_t *ws = scratch_workspace_new("ckws-local", 0);
+	scratch_team_t *kept = scratch_workspace_lease(ws, 1);
+	scratch_team_t *local = scratch_workspace_lease(ws, 1);
+
+	ck_assert_ptr_nonnull(kept);
+	ck_assert_ptr_nonnull(local);
+	ck_assert_int_eq(scratch_team_release(kept), 0);
+	ck_assert_int_eq(scratch_workspace_destroy(ws), -EBUSY);
+	ck_assert_ptr_nonnull(scratch_team_slot(local, 0, SCRATCH_SLOT_A, 1 << 20));
+	ck_assert_int_eq(scratch_team_release(local), 0);
+	ck_assert_int_eq(scratch_workspace_destroy(ws), 0);
+}
+END_TEST
+
 Suite *workspace_suite(void)
 {
 	Suite *s = suite_create("workspace");
@@ -594,6 +613,7 @@ Suite *workspace_suite(void)
 	suite_add_tcase(s, exec);
 
 	tcase_add_test(misuse, test_misuse);
+	tcase_add_test(misuse, test_destroy_waits_for_local_teams);
 	suite_add_tcase(s, misuse);
 	return s;
 }
