@@ -62,18 +62,14 @@ static struct scratch_seg_owner *owner_slot(uint32_t i)
 }
 
 /* Read up to len-1 bytes of a small file (procfs) into buf, NUL-terminated.
- * Returns the length read, or -1. errno is kept: callers run inside the
- * host's malloc. */
+ * Returns the length read, or -1. */
 static ssize_t read_small(const char *path, char *buf, size_t len)
 {
 	size_t got = 0;
-	int saved = errno;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	if (fd < 0) {
-		errno = saved;
+	if (fd < 0)
 		return -1;
-	}
 	while (got + 1 < len) {
 		ssize_t n = read(fd, buf + got, len - 1 - got);
 
@@ -85,7 +81,6 @@ static ssize_t read_small(const char *path, char *buf, size_t len)
 	}
 	close(fd);
 	buf[got] = '\0';
-	errno = saved;
 	return (ssize_t)got;
 }
 

@@ -802,7 +802,7 @@ static bool peer_allowed(struct MHD_Connection *c)
 	return uid == geteuid() || uid == 0;
 }
 
-static void headers_in(struct MHD_Connection *c);
+static void waiting_set(struct MHD_Connection *c, bool in_headers);
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload,
@@ -816,7 +816,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	(void)upload;
 	if (*state == NULL) {
 		*state = &first_call;
-		headers_in(c);
+		waiting_set(c, false); /* the request's headers are in */
 		return MHD_YES;
 	}
 	if (*upload_size != 0) {
@@ -874,8 +874,15 @@ static struct waiting *waiting_head;
 static pthread_t watchdog;
 static bool watchdog_running, watchdog_stop;
 
-static void waiting_set(struct waiting *w, bool in_headers)
+/* Connection c waits for a request's headers from now on, or has them. */
+static void waiting_set(struct MHD_Connection *c, bool in_headers)
 {
+	const union MHD_ConnectionInfo *ci =
+	        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct waiting *w = ci != NULL ? ci->socket_context : NULL;
+
+	if (w == NULL)
+		return;
 	pthread_mutex_lock(&wait_lock);
 	w->in_headers = in_headers;
 	w->since = stats_mono_ns();
@@ -923,24 +930,10 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 static void on_completed(void *cls, struct MHD_Connection *c, void **state,
                          enum MHD_RequestTerminationCode toe)
 {
-	const union MHD_ConnectionInfo *ci =
-	        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-
 	(void)cls;
 	(void)state;
 	(void)toe;
-	if (ci != NULL && ci->socket_context != NULL)
-		waiting_set(ci->socket_context, true);
-}
-
-/* The request's headers are in (the access handler's first call). */
-static void headers_in(struct MHD_Connection *c)
-{
-	const union MHD_ConnectionInfo *ci =
-	        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-
-	if (ci != NULL && ci->socket_context != NULL)
-		waiting_set(ci->socket_context, false);
+	waiting_set(c, true);
 }
 
 static void *watchdog_main(void *arg)
