@@ -349,11 +349,11 @@ int segread_drain(const struct segread *s, uint64_t *next, uint64_t *lost, uint6
 		return rc;
 	if (d.ring_head == UINT64_MAX)
 		return -EBADMSG; /* no writer gets there: hostile, and head + 1 would wrap */
-	if (d.ring_head + 1 < seq) {
-		/* The head went backwards: only a hostile writer does that. */
-		*next = d.ring_head + 1;
-		return -EBADMSG;
-	}
+	if (d.ring_head + 1 < seq)
+		return -EBADMSG; /* the head went backwards: only a hostile writer
+		                  * does that. *next stays, so what the caller
+		                  * keeps stays in order: records below it are
+		                  * never taken again. */
 	if (d.ring_head - (seq - 1) > s->ring_slots) {
 		uint64_t first = d.ring_head - s->ring_slots + 1;
 

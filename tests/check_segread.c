@@ -245,6 +245,40 @@ START_TEST(test_torn_and_unwritten)
 }
 END_TEST
 
+/* A head that goes backwards is refused, and the drain does not follow it:
+ * records below the next sequence number are never delivered again, so a
+ * reader's copy stays in order. */
+START_TEST(test_head_backwards)
+{
+	struct segread s;
+	uint64_t next = 1, lost = 0;
+
+	for (uint64_t q = 1; q <= 10; q++)
+		put(q);
+	ck_assert_int_eq(open_seg(&s), 0);
+	ngot = 0;
+	ck_assert_int_eq(segread_drain(&s, &next, &lost, 1000, false, collect, NULL), 0);
+	ck_assert_uint_eq(ngot, 10);
+	ck_assert_uint_eq(next, 11);
+	hdr()->ring_head = 3;
+	ck_assert_int_eq(segread_drain(&s, &next, &lost, 1000, false, collect, NULL), -EBADMSG);
+	ck_assert_uint_eq(next, 11);
+	ck_assert_uint_eq(ngot, 10);
+	/* the writer starts over: nothing is taken until it passes next */
+	hdr()->ring_head = 0;
+	for (uint64_t q = 1; q <= 10; q++)
+		put(q);
+	ck_assert_int_eq(segread_drain(&s, &next, &lost, 1000, false, collect, NULL), 0);
+	ck_assert_uint_eq(ngot, 10);
+	put(11);
+	ck_assert_int_eq(segread_drain(&s, &next, &lost, 1000, false, collect, NULL), 0);
+	ck_assert_uint_eq(ngot, 11);
+	ck_assert_uint_eq(got[10], 11);
+	ck_assert_uint_eq(next, 12);
+	ck_assert_uint_eq(lost, 0);
+}
+END_TEST
+
 /* Each corruption is refused with -EBADMSG. */
 static void corrupt(int which)
 {
@@ -323,6 +357,7 @@ Suite *segread_suite(void)
 	tcase_add_checked_fixture(limits, build, teardown);
 	tcase_add_test(limits, test_wrap);
 	tcase_add_test(limits, test_torn_and_unwritten);
+	tcase_add_test(limits, test_head_backwards);
 	tcase_add_checked_fixture(misuse, build, teardown);
 	tcase_add_loop_test(misuse, test_corrupt, 0, 11);
 	tcase_add_test(misuse, test_short_source);
