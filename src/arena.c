@@ -31,18 +31,27 @@
 #define DEFAULT_CHUNK (1u << 20)
 #define DEFAULT_ALIGN 16
 #define MAX_ALIGN     4096 /* chunks are page aligned */
+#define REWIND_DEPTH  16   /* rewinds remembered to tell stale marks */
 
 struct chunk {
 	char *base;
 	size_t cap;
 	size_t used;
-	uint64_t id; /* unique within the arena: tells a stale mark apart */
+	uint64_t id; /* the arena's clock when the chunk came: a mark older
+	              * than it was taken in a chunk since given back */
+};
+
+/* A rewind: when, and the position it went back to. */
+struct rewind {
+	uint64_t at;
+	uint32_t chunk;
+	size_t used;
 };
 
 struct scratch_arena {
 	unsigned n; /* chunks in use; chunk[n-1] is the one we bump in */
 	size_t first;
-	uint64_t next_id;
+	uint64_t clock;  /* ticks at every new chunk, reset and rewind */
 	uint64_t leased; /* used bytes of all chunks */
 	uint64_t retained;
 	uint64_t peak;
@@ -51,6 +60,12 @@ struct scratch_arena {
 	struct scratch__owner_counters *oc; /* segment block, or &priv */
 	struct scratch__owner_counters priv;
 	struct chunk chunk[MAX_CHUNKS];
+	/* The rewinds that can still make a mark stale, oldest first: each
+	 * went to a later position than the one before it (a rewind to an
+	 * earlier position makes the later ones redundant), so the first
+	 * entry newer than a mark holds the lowest position it may exceed. */
+	unsigned nrw;
+	struct rewind rw[REWIND_DEPTH];
 };
 
 static void publish(struct scratch_arena *a)
@@ -133,7 +148,7 @@ static SCRATCH_COLD int chunk_grow(struct scratch_arena *a, size_t size)
 	c->base = p;
 	c->cap = scratch_usable_size(p);
 	c->used = 0;
-	c->id = ++a->next_id;
+	c->id = ++a->clock;
 	a->retained += c->cap;
 	SCRATCH__ADD(&a->oc->growths, 1);
 	return 0;
@@ -150,6 +165,8 @@ void *scratch_arena_alloc(scratch_arena_t *a, size_t size, size_t align)
 		return NULL;
 	}
 	align = align ? align : DEFAULT_ALIGN;
+	if (size == 0)
+		size = 1; /* as malloc(0): a pointer of its own, inside the chunk */
 	c = a->n ? &a->chunk[a->n - 1] : NULL;
 	if (c) {
 		off = (c->used + align - 1) & ~(align - 1);
@@ -191,7 +208,8 @@ void scratch_arena_reset(scratch_arena_t *a)
 		memset(&a->chunk[keep], 0, sizeof(a->chunk[keep]));
 	a->leased -= a->chunk[0].used;
 	a->chunk[0].used = 0;
-	a->chunk[0].id = ++a->next_id;
+	a->chunk[0].id = ++a->clock;
+	a->nrw = 0; /* every older mark is stale by the chunk's new id */
 	a->n = 1;
 	a->resets++;
 	publish(a);
@@ -206,17 +224,57 @@ int scratch_arena_mark(const scratch_arena_t *a, struct scratch_arena_mark *ret_
 		return 0;
 	}
 	ret_mark->chunk = a->n - 1;
-	ret_mark->id = a->chunk[a->n - 1].id;
+	ret_mark->id = a->clock; /* >= 1: the arena has a chunk */
 	ret_mark->used = a->chunk[a->n - 1].used;
 	return 0;
 }
 
+static bool pos_after(uint32_t c1, size_t u1, uint32_t c2, size_t u2)
+{
+	return c1 > c2 || (c1 == c2 && u1 > u2);
+}
+
+/*
+ * A mark is stale when its chunk came after it (the one it was taken in was
+ * given back, or the arena was reset since), when it lies ahead of the
+ * present, or when a rewind since it went to an earlier position. The last
+ * is known for the REWIND_DEPTH latest rewinds to ever later positions:
+ * past that depth, an old stale mark can pass.
+ */
+static bool mark_valid(const struct scratch_arena *a, const struct scratch_arena_mark *m)
+{
+	const struct chunk *c;
+
+	if (m->chunk >= a->n || m->id > a->clock)
+		return false;
+	c = &a->chunk[m->chunk];
+	if (c->id > m->id || m->used > c->cap)
+		return false;
+	if (m->chunk == a->n - 1 && m->used > c->used)
+		return false;
+	for (unsigned i = 0; i < a->nrw; i++)
+		if (a->rw[i].at > m->id)
+			return !pos_after(m->chunk, m->used, a->rw[i].chunk, a->rw[i].used);
+	return true;
+}
+
+static void remember_rewind(struct scratch_arena *a, uint32_t chunk, size_t used)
+{
+	while (a->nrw > 0 &&
+	       !pos_after(chunk, used, a->rw[a->nrw - 1].chunk, a->rw[a->nrw - 1].used))
+		a->nrw--;
+	if (a->nrw == REWIND_DEPTH) {
+		memmove(&a->rw[0], &a->rw[1], (REWIND_DEPTH - 1) * sizeof(a->rw[0]));
+		a->nrw--;
+	}
+	a->rw[a->nrw++] = (struct rewind){.at = ++a->clock, .chunk = chunk, .used = used};
+}
+
 /*
  * Free everything allocated after mark: chunks taken since go back to the
- * pool, and the mark's chunk bumps from the mark's offset again. A mark
- * from before a reset, into a chunk a rewind already gave back, or ahead
- * of the present (rewinding forward) gives -EINVAL and changes nothing. A
- * mark of the empty arena is always valid: it empties the arena.
+ * pool, and the mark's chunk bumps from the mark's offset again. A stale
+ * mark (see mark_valid) gives -EINVAL and changes nothing. A mark of the
+ * empty arena is always valid: it empties the arena.
  */
 int scratch_arena_rewind(scratch_arena_t *a, const struct scratch_arena_mark *mark)
 {
@@ -231,19 +289,19 @@ int scratch_arena_rewind(scratch_arena_t *a, const struct scratch_arena_mark *ma
 		if (a->n == 1) {
 			a->leased -= a->chunk[0].used;
 			a->chunk[0].used = 0;
+			remember_rewind(a, 0, 0);
 		}
 		publish(a);
 		return 0;
 	}
-	if (mark->chunk >= a->n || a->chunk[mark->chunk].id != mark->id)
+	if (!mark_valid(a, mark))
 		return -EINVAL;
 	c = &a->chunk[mark->chunk];
-	if (mark->chunk == a->n - 1 && mark->used > c->used)
-		return -EINVAL;
 	while (a->n - 1 > mark->chunk)
 		chunk_drop(a, &a->chunk[--a->n]);
 	a->leased -= c->used - mark->used;
 	c->used = mark->used;
+	remember_rewind(a, mark->chunk, mark->used);
 	publish(a);
 	return 0;
 }

@@ -164,7 +164,8 @@ SCRATCH_API int scratch_conf_get(const char *key, uint64_t *ret_value);
  */
 typedef struct scratch_arena scratch_arena_t;
 
-/* A saved position; plain data, valid until the next reset. */
+/* A saved position; plain data (see scratch_arena_rewind for how long it
+ * stays valid). */
 struct scratch_arena_mark {
 	uint32_t chunk;
 	uint64_t id;
@@ -181,13 +182,15 @@ struct scratch_arena_stats {
 };
 
 /* An empty arena (no memory until the first allocation) whose first chunk
- * holds at least chunk_size bytes (0: 1 MiB); name shows in the stats
- * segment (NULL: "arena"). NULL and errno ENOMEM on failure. */
+ * holds at least chunk_size bytes (0: 1 MiB; at most the pool's max_size);
+ * name shows in the stats segment (NULL: "arena"). NULL and errno ENOMEM
+ * on failure. */
 SCRATCH_API scratch_arena_t *scratch_arena_new(const char *name, size_t chunk_size);
 
 /*
  * size bytes aligned on align (a power of two up to 4096; 0 means 16),
- * valid until the reset, rewind or destroy that frees them. Returns NULL
+ * valid until the reset, rewind or destroy that frees them; 0 bytes get a
+ * pointer of their own, as from malloc(0). Returns NULL
  * with errno EINVAL (bad alignment), ERANGE (size above the pool's
  * max_size, or pools disabled) or ENOMEM.
  */
@@ -201,9 +204,11 @@ SCRATCH_API int scratch_arena_mark(const scratch_arena_t *a, struct scratch_aren
 
 /*
  * Free everything allocated after mark; chunks taken since go back to the
- * pool. Returns 0, or -EINVAL for a mark that is not valid any more (taken
- * before a reset, or ahead of the present after an earlier rewind): then
- * nothing changes. A mark taken while the arena was empty is always valid.
+ * pool. Returns 0, or -EINVAL for a mark that is not valid any more: taken
+ * before a reset, or freed by a rewind since (a rewind to an earlier
+ * position; of the rewinds to ever later positions, the 16 latest are
+ * remembered). Then nothing changes. A mark taken while the arena was
+ * empty is always valid.
  */
 SCRATCH_API int scratch_arena_rewind(scratch_arena_t *a, const struct scratch_arena_mark *mark);
 

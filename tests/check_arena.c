@@ -164,6 +164,85 @@ START_TEST(test_mark_rewind)
 }
 END_TEST
 
+/* A rewind to an earlier position frees what later marks point at: they
+ * are refused afterwards, also once allocation has passed them again and
+ * also from a chunk given back and taken anew. */
+START_TEST(test_stale_marks)
+{
+	scratch_arena_t *a = scratch_arena_new("ck-stale", 64 * 1024);
+	struct scratch_arena_mark m1, m2, m3, in2;
+	struct scratch_arena_stats as;
+	char *p;
+
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(scratch_arena_alloc(a, 100, 1));
+	ck_assert_int_eq(scratch_arena_mark(a, &m1), 0);
+	ck_assert_ptr_nonnull(scratch_arena_alloc(a, 100, 1));
+	ck_assert_int_eq(scratch_arena_mark(a, &m2), 0);
+	ck_assert_int_eq(scratch_arena_rewind(a, &m1), 0);
+	p = scratch_arena_alloc(a, 300, 1);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(scratch_arena_rewind(a, &m2), -EINVAL);
+	ck_assert_int_eq(scratch_arena_stats(a, &as), 0);
+	ck_assert_uint_eq(as.used, 400);
+	/* a mark taken after the rewind is fine, and m1 still is */
+	ck_assert_int_eq(scratch_arena_mark(a, &m3), 0);
+	ck_assert_ptr_nonnull(scratch_arena_alloc(a, 10, 1));
+	ck_assert_int_eq(scratch_arena_rewind(a, &m3), 0);
+	ck_assert_int_eq(scratch_arena_rewind(a, &m3), 0);
+	ck_assert_int_eq(scratch_arena_rewind(a, &m1), 0);
+	ck_assert_int_eq(scratch_arena_rewind(a, &m3), -EINVAL);
+
+	/* a mark in a second chunk; the chunk goes back at a rewind and a
+	 * new one comes at the same index */
+	ck_assert_ptr_nonnull(scratch_arena_alloc(a, 60000, 1));
+	ck_assert_ptr_nonnull(scratch_arena_alloc(a, 60000, 1));
+	ck_assert_int_eq(scratch_arena_mark(a, &in2), 0);
+	ck_assert_uint_eq(in2.chunk, 1);
+	ck_assert_int_eq(scratch_arena_rewind(a, &m1), 0);
+	ck_assert_ptr_nonnull(scratch_arena_alloc(a, 60000, 1));
+	ck_assert_ptr_nonnull(scratch_arena_alloc(a, 60000, 1));
+	ck_assert_ptr_nonnull(scratch_arena_alloc(a, 60000, 1));
+	ck_assert_int_eq(scratch_arena_rewind(a, &in2), -EINVAL);
+
+	/* the canonical loop keeps every mark of its own iteration valid */
+	for (int i = 0; i < 1000; i++) {
+		struct scratch_arena_mark outer, inner;
+
+		ck_assert_int_eq(scratch_arena_mark(a, &outer), 0);
+		ck_assert_ptr_nonnull(scratch_arena_alloc(a, 64, 0));
+		ck_assert_int_eq(scratch_arena_mark(a, &inner), 0);
+		ck_assert_ptr_nonnull(scratch_arena_alloc(a, 64, 0));
+		ck_assert_int_eq(scratch_arena_rewind(a, &inner), 0);
+		ck_assert_int_eq(scratch_arena_rewind(a, &outer), 0);
+		ck_assert_int_eq(scratch_arena_rewind(a, &inner), -EINVAL);
+	}
+	ck_assert_int_eq(scratch_arena_rewind(a, &m1), 0);
+	scratch_arena_destroy(a);
+}
+END_TEST
+
+/* malloc(0)'s rule: a pointer of its own, never one past a full chunk,
+ * which would be the start of some other pool block. */
+START_TEST(test_zero_size_in_full_chunk)
+{
+	scratch_arena_t *a = scratch_arena_new("ck-zero", 64 * 1024);
+	char *full, *z;
+	size_t cap;
+
+	ck_assert_ptr_nonnull(a);
+	full = scratch_arena_alloc(a, 64 * 1024, 0);
+	ck_assert_ptr_nonnull(full);
+	cap = scratch_usable_size(full);
+	ck_assert_ptr_nonnull(scratch_arena_alloc(a, cap - 64 * 1024, 1));
+	z = scratch_arena_alloc(a, 0, 0);
+	ck_assert_ptr_nonnull(z);
+	ck_assert(z < full || z >= full + cap);
+	ck_assert_ptr_ne(scratch_arena_alloc(a, 0, 0), z);
+	scratch_arena_destroy(a);
+}
+END_TEST
+
 START_TEST(test_limits)
 {
 	scratch_arena_t *a = scratch_arena_new(NULL, 0);
@@ -179,7 +258,7 @@ START_TEST(test_limits)
 	ck_assert_int_eq(scratch_arena_stats(a, &as), 0);
 	ck_assert_uint_eq(as.chunks, 0);
 	ck_assert_uint_eq(as.retained, 0);
-	/* zero bytes is a valid, empty allocation */
+	/* zero bytes is a valid allocation */
 	ck_assert_ptr_nonnull(scratch_arena_alloc(a, 0, 0));
 	ck_assert_int_eq(scratch_arena_stats(NULL, &as), -EINVAL);
 	scratch_arena_reset(NULL);
@@ -200,6 +279,8 @@ Suite *arena_suite(void)
 	tcase_add_test(core, test_mark_rewind);
 	suite_add_tcase(s, core);
 	tcase_add_test(misuse, test_limits);
+	tcase_add_test(misuse, test_stale_marks);
+	tcase_add_test(misuse, test_zero_size_in_full_chunk);
 	suite_add_tcase(s, misuse);
 	return s;
 }
