@@ -250,18 +250,13 @@ static void warn_line(scratch__conf_warn_fn warn, void *ctx, const char *a, cons
 		warn(ctx, line);
 }
 
-/* v as SCRATCH_CONF spells it: true/false, a count, or a size in the
- * largest unit that divides it exactly (64K, 1G). */
-static void fmt_value(char *buf, size_t len, size_t *pos, const struct conf_key *k, uint64_t v)
+/* A size in the largest unit that divides it exactly (64K, 1G, 1536M). */
+void scratch__fmt_size(char *buf, size_t len, size_t *pos, uint64_t v)
 {
 	static const char units[] = "KMGT";
 	int u = -1;
 
-	if (k->type == CONF_BOOL) {
-		scratch__fmt_str(buf, len, pos, v ? "true" : "false");
-		return;
-	}
-	while (k->type == CONF_SIZE && v != 0 && v % KIB == 0 && u < 3) {
+	while (v != 0 && v % KIB == 0 && u < 3) {
 		v /= KIB;
 		u++;
 	}
@@ -271,6 +266,17 @@ static void fmt_value(char *buf, size_t len, size_t *pos, const struct conf_key 
 
 		scratch__fmt_str(buf, len, pos, unit);
 	}
+}
+
+/* v as SCRATCH_CONF spells it: true/false, a count or a size. */
+static void fmt_value(char *buf, size_t len, size_t *pos, const struct conf_key *k, uint64_t v)
+{
+	if (k->type == CONF_BOOL)
+		scratch__fmt_str(buf, len, pos, v ? "true" : "false");
+	else if (k->type == CONF_SIZE)
+		scratch__fmt_size(buf, len, pos, v);
+	else
+		scratch__fmt_u64(buf, len, pos, v);
 }
 
 /* "invalid value for KEY: 'VALUE' (expected ...), using CURRENT" */
@@ -303,7 +309,7 @@ static void warn_invalid(scratch__conf_warn_fn warn, void *ctx, const struct con
 }
 
 /* Parse one "key:value" entry; returns the number of problems (0 or 1). */
-static int parse_entry(const char *e, size_t len, struct scratch__conf *conf,
+static int parse_entry(const char *e, size_t len, struct scratch__conf *conf, uint32_t *given,
                        scratch__conf_warn_fn warn, void *ctx)
 {
 	const char *colon = memchr(e, ':', len);
@@ -340,13 +346,87 @@ static int parse_entry(const char *e, size_t len, struct scratch__conf *conf,
 		return 1;
 	}
 	set_field(conf, k, v);
+	*given |= UINT32_C(1) << (k - keys);
 	return 0;
+}
+
+static bool given_key(uint32_t given, const char *name)
+{
+	return (given >> (find_key(name, strlen(name)) - keys)) & 1;
+}
+
+/* "KEY V is above WHAT W, using U" */
+static void warn_above(scratch__conf_warn_fn warn, void *ctx, const char *key, uint64_t v,
+                       const char *what, uint64_t w, uint64_t u)
+{
+	const struct conf_key *k = find_key(key, strlen(key));
+	char line[256];
+	size_t pos = 0;
+
+	scratch__fmt_str(line, sizeof(line), &pos, key);
+	scratch__fmt_str(line, sizeof(line), &pos, " ");
+	fmt_value(line, sizeof(line), &pos, k, v);
+	scratch__fmt_str(line, sizeof(line), &pos, " is above ");
+	scratch__fmt_str(line, sizeof(line), &pos, what);
+	scratch__fmt_str(line, sizeof(line), &pos, " ");
+	fmt_value(line, sizeof(line), &pos, k, w);
+	scratch__fmt_str(line, sizeof(line), &pos, ", using ");
+	fmt_value(line, sizeof(line), &pos, k, u);
+	if (warn != NULL)
+		warn(ctx, line);
+}
+
+/*
+ * The range must satisfy min_size <= max_size <= reserve/4. Keys the string
+ * left out follow the ones it gave: reserve grows to 4 x max_size, max_size
+ * comes down to reserve/4 or up to min_size, min_size down to max_size.
+ * When given keys conflict, reserve wins over max_size and max_size over
+ * min_size; the loser is reported once and takes the nearest value that
+ * fits (min_size its default if that fits).
+ */
+static int cross_keys(struct scratch__conf *c, uint32_t given, scratch__conf_warn_fn warn,
+                      void *ctx)
+{
+	const bool gmin = given_key(given, "min_size"), gmax = given_key(given, "max_size");
+	uint64_t hi = gmax || c->min_size < c->max_size ? c->max_size : c->min_size;
+	uint64_t cap;
+	int problems = 0;
+
+	if (!given_key(given, "reserve") && hi > c->reserve / 4)
+		c->reserve = 4 * hi; /* hi <= 64G: within reserve's range */
+	cap = c->reserve / 4;
+	if (!gmax) {
+		if (c->min_size > c->max_size)
+			c->max_size = c->min_size;
+		if (c->max_size > cap)
+			c->max_size = cap;
+	} else if (c->max_size > cap) {
+		warn_above(warn, ctx, "max_size", c->max_size, "reserve/4 =", cap, cap);
+		c->max_size = cap;
+		problems++;
+	}
+	if (c->min_size > c->max_size) {
+		if (gmin) {
+			struct scratch__conf def;
+			uint64_t use;
+
+			scratch__conf_defaults(&def);
+			use = def.min_size <= c->max_size ? def.min_size : c->max_size;
+			warn_above(warn, ctx, "min_size", c->min_size, "max_size", c->max_size,
+			           use);
+			c->min_size = use;
+			problems++;
+		} else {
+			c->min_size = c->max_size;
+		}
+	}
+	return problems;
 }
 
 int scratch__conf_parse(const char *s, struct scratch__conf *conf, scratch__conf_warn_fn warn,
                         void *ctx)
 {
-	struct scratch__conf def;
+	uint32_t given = 0;
 	int problems = 0;
 
 	if (s == NULL)
@@ -356,25 +436,12 @@ int scratch__conf_parse(const char *s, struct scratch__conf *conf, scratch__conf
 		size_t len = end != NULL ? (size_t)(end - s) : strlen(s);
 
 		if (len > 0)
-			problems += parse_entry(s, len, conf, warn, ctx);
+			problems += parse_entry(s, len, conf, &given, warn, ctx);
 		s += len;
 		if (*s == ',')
 			s++;
 	}
-	/* Cross-key rules: a range that is empty or does not fit the reserve
-	 * falls back to the defaults for both ends. */
-	if (conf->min_size > conf->max_size || conf->max_size > conf->reserve / 4) {
-		scratch__conf_defaults(&def);
-		warn_line(warn, ctx,
-		          "min_size must not exceed max_size, and max_size not reserve/4", NULL, 0,
-		          "; using the default range");
-		conf->min_size = def.min_size;
-		conf->max_size = def.max_size;
-		if (conf->max_size > conf->reserve / 4)
-			conf->reserve = def.reserve;
-		problems++;
-	}
-	return problems;
+	return problems + cross_keys(conf, given, warn, ctx);
 }
 
 int scratch__conf_lookup(const struct scratch__conf *conf, const char *key, uint64_t *ret_value)

@@ -84,6 +84,7 @@ SCRATCH_HIDDEN void scratch__warn(const char *msg);
 /* Tiny formatter: appends to buf at *pos, never past len-1, NUL-terminates. */
 SCRATCH_HIDDEN void scratch__fmt_str(char *buf, size_t len, size_t *pos, const char *s);
 SCRATCH_HIDDEN void scratch__fmt_u64(char *buf, size_t len, size_t *pos, uint64_t v);
+SCRATCH_HIDDEN void scratch__fmt_size(char *buf, size_t len, size_t *pos, uint64_t v);
 /* Appends 'the first n bytes of s', at most 64 of them (then "..."), each
  * byte that is not printable ASCII as '?': user input never puts control
  * characters on a terminal. */

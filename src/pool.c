@@ -262,6 +262,24 @@ static uint64_t reserve_region(uint64_t want)
 	return 0;
 }
 
+/* The kernel granted less than reserve: the largest block must still fit
+ * the region as the range rules require (max_size <= reserve/4). */
+SCRATCH_COLD static void shrink_range(uint64_t size)
+{
+	char line[160];
+	size_t pos = 0;
+
+	g.conf.max_size = size / 4;
+	if (g.conf.min_size > g.conf.max_size)
+		g.conf.min_size = g.conf.max_size;
+	scratch__fmt_str(line, sizeof(line), &pos, "only ");
+	scratch__fmt_size(line, sizeof(line), &pos, size);
+	scratch__fmt_str(line, sizeof(line), &pos,
+	                 " of address space could be reserved, using max_size ");
+	scratch__fmt_size(line, sizeof(line), &pos, g.conf.max_size);
+	scratch__warn(line);
+}
+
 static bool setup(void)
 {
 	uint64_t size, small_part, pages;
@@ -271,6 +289,11 @@ static bool setup(void)
 	scratch__conf_parse(getenv("SCRATCH_CONF"), &g.conf, conf_warn, NULL);
 	if (!g.conf.enabled || sysconf(_SC_PAGESIZE) != (long)PAGE_SIZE)
 		return false;
+	size = reserve_region(g.conf.reserve);
+	if (size == 0)
+		return false;
+	if (g.conf.max_size > size / 4)
+		shrink_range(size);
 	g.cls_base = class_index(g.conf.min_size);
 	top = class_index(g.conf.max_size);
 	if (top >= NBINS)
@@ -278,9 +301,6 @@ static bool setup(void)
 	g.nbins = top - g.cls_base + 1;
 	for (unsigned i = g.cls_base; i <= top; i++)
 		g.cls_size[i] = class_capacity(i);
-	size = reserve_region(g.conf.reserve);
-	if (size == 0)
-		return false;
 	/* Blocks below 2 MiB get a quarter of the space, large ones the rest. */
 	small_part = (size / 4) & ~(HUGE_SIZE - 1);
 	g.small_cur = g.base;

@@ -155,12 +155,38 @@ START_TEST(test_cross_key_rules)
 	struct scratch__conf c;
 	struct warnings w;
 
+	/* given keys conflict: max_size yields to reserve, min_size to max_size */
 	ck_assert_int_eq(parse("min_size:2M,max_size:1M", &c, &w), 1);
 	ck_assert_uint_eq(c.min_size, 64 << 10);
-	ck_assert_uint_eq(c.max_size, 1 << 30);
+	ck_assert_uint_eq(c.max_size, 1 << 20);
+	ck_assert_str_eq(w.last, "min_size 2M is above max_size 1M, using 64K");
+	ck_assert_int_eq(parse("min_size:32K,max_size:16K", &c, &w), 1);
+	ck_assert_uint_eq(c.min_size, 16 << 10);
 	ck_assert_int_eq(parse("reserve:1G,max_size:1G", &c, &w), 1);
-	ck_assert_uint_eq(c.max_size, 1 << 30);
-	ck_assert_uint_ge(c.reserve / 4, c.max_size);
+	ck_assert_uint_eq(c.reserve, 1 << 30);
+	ck_assert_uint_eq(c.max_size, 256 << 20);
+	ck_assert_str_eq(w.last, "max_size 1G is above reserve/4 = 256M, using 256M");
+	ck_assert_int_eq(parse("reserve:1G,min_size:512M", &c, &w), 1);
+	ck_assert_uint_eq(c.max_size, 256 << 20);
+	ck_assert_uint_eq(c.min_size, 64 << 10);
+
+	/* keys left out follow the ones given, without a word */
+	ck_assert_int_eq(parse("reserve:2G", &c, &w), 0);
+	ck_assert_uint_eq(c.reserve, 2ull << 30);
+	ck_assert_uint_eq(c.max_size, 512 << 20);
+	ck_assert_uint_eq(c.min_size, 64 << 10);
+	ck_assert_int_eq(parse("max_size:64G", &c, &w), 0);
+	ck_assert_uint_eq(c.reserve, 256ull << 30);
+	ck_assert_int_eq(parse("min_size:4G", &c, &w), 0);
+	ck_assert_uint_eq(c.max_size, 4ull << 30);
+	ck_assert_uint_eq(c.reserve, 64ull << 30);
+	ck_assert_int_eq(parse("min_size:32G", &c, &w), 0);
+	ck_assert_uint_eq(c.max_size, 32ull << 30);
+	ck_assert_uint_eq(c.reserve, 128ull << 30);
+	ck_assert_int_eq(parse("max_size:32K", &c, &w), 0);
+	ck_assert_uint_eq(c.min_size, 32 << 10);
+	ck_assert_uint_eq(c.max_size, 32 << 10);
+	ck_assert_uint_eq(c.reserve, 64ull << 30);
 }
 END_TEST
 
