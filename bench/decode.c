@@ -7,7 +7,7 @@
  * buffer (attention scores) that the workers write, so its first touch happens
  * on another thread; after the last layer the main thread allocates a 64 MiB
  * logits buffer the workers fill. The 8-64 MiB per-token temporaries dominate,
- * as in DESIGN.md.
+ * as in the inference hosts the pools are for.
  *
  * The program uses plain malloc/free and never links libscratch, so any
  * allocator can be LD_PRELOADed under it unchanged. `make bench` compares

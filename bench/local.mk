@@ -1,4 +1,4 @@
-# bench/: `make bench` measures every figure DESIGN.md sets a target for, side
+# bench/: `make bench` measures every figure the project sets a target for, side
 # by side in one run, and prints each as a ratio beside its target.
 #
 # The host programs use plain malloc/free and never link libscratch, so any

@@ -2,7 +2,7 @@
  * pair.c - one thread timing malloc+free pairs of one scratch-sized block.
  *
  * Under the preload shim every pair after the first is a hit in the calling
- * thread's cache: this is the pooled fast path DESIGN.md bounds at 25 ns and
+ * thread's cache: this is the pooled fast path the project bounds at 25 ns and
  * 100 instructions. The first pair (the miss that grows the pool) runs before
  * the timer, so a run with N pairs and one with 2N pairs differ by exactly N
  * hits: `make bench` counts instructions of both under callgrind and divides

@@ -1,7 +1,7 @@
 #!/bin/sh
 # bench/run.sh - the `make bench` driver.
 #
-# Runs every benchmark DESIGN.md sets a target for, in one run, and prints
+# Runs every benchmark the project sets a target for, in one run, and prints
 # side-by-side tables of medians with each figure beside its target:
 #   1. the decode loop (bench/decode) under glibc, jemalloc (stock and with
 #      the PyTorch guides' tuning), tcmalloc, mimalloc, both shims and the
@@ -343,7 +343,7 @@ report() {
 cat <<EOF
 scratch benchmarks: $(nproc) CPUs, transparent huge pages: $(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo unknown), $(uname -sr)
 Every figure is measured in this run, over interleaved rounds (medians, or the best round for
-the nanosecond microbenchmarks); every target is DESIGN.md's.
+the nanosecond microbenchmarks), each beside its target.
 Comparison allocators: jemalloc ${je:-not installed}, tcmalloc ${tc:-not installed}, mimalloc ${mi:-not installed}.
 
 EOF

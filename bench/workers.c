@@ -7,7 +7,7 @@
  *   2. a 4096x4096 float matvec: serial, scratch_matvec (run_rows) and an
  *      "omp parallel for" over the same row kernel (scratch_dot).
  * Every figure is the median of interleaved rounds (the machine is shared);
- * the ratios are printed next to DESIGN.md's targets.
+ * the ratios are printed next to the project's targets.
  *
  * Environment: BENCH_ROUNDS (default 5).
  */

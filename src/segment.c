@@ -154,7 +154,7 @@ static void fill_identity(struct scratch_seg_header *h)
 }
 
 /*
- * The run directory, per DESIGN.md: $SCRATCH_RUNTIME_DIR, else
+ * The run directory: $SCRATCH_RUNTIME_DIR, else
  * $XDG_RUNTIME_DIR/scratch, else /dev/shm/scratch-$UID. The last component
  * is created 0700 when missing. Refuses (one warning) a directory that is a
  * symlink, is not owned by the effective uid, or is open to group/others:
@@ -186,7 +186,12 @@ static int run_dir(char *dir, size_t len)
 		return 0;
 	pos = 0;
 	scratch__fmt_str(msg, sizeof(msg), &pos, "stats off: run directory ");
-	scratch__fmt_str(msg, sizeof(msg), &pos, dir);
+	for (const char *c = dir; *c != '\0'; c++) {
+		/* the name comes from the environment: no control bytes out */
+		char one[2] = {(unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c, '\0'};
+
+		scratch__fmt_str(msg, sizeof(msg), &pos, one);
+	}
 	scratch__fmt_str(msg, sizeof(msg), &pos,
 	                 " must be a directory of mode 0700 owned by this user");
 	scratch__warn(msg);

@@ -1,6 +1,6 @@
 /*
  * common.h - what scratchd and scratchstat share: the run directory rules
- * of DESIGN.md, the socket's name and protocol version, clocks, and /proc
+ * (the library's), the socket's name and protocol version, clocks, and /proc
  * helpers.
  */
 #ifndef SCRATCH_STATS_COMMON_H
