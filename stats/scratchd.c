@@ -366,10 +366,8 @@ static void read_owners(struct sd_proc *p)
 	p->nowners = n;
 }
 
-static void sample(struct sd_proc *p)
+static void read_sample(struct sd_proc *p)
 {
-	struct sd_sample *s;
-
 	struct scratch__proc_counters again;
 
 	/* A slot the pool reclaims is folded into proc->exited inside
@@ -389,8 +387,18 @@ static void sample(struct sd_proc *p)
 		refresh_names(p);
 	read_owners(p);
 	segread_totals(p->threads, p->nthreads, &p->pc, &p->tot);
+	p->sampled_ns = stats_realtime_ns();
+	p->sampled_mono = stats_mono_ns();
+}
+
+/* A sample for the history: read, then keep the totals. */
+static void sample(struct sd_proc *p)
+{
+	struct sd_sample *s;
+
+	read_sample(p);
 	s = &p->hist[p->hist_pos];
-	s->t_ns = stats_realtime_ns();
+	s->t_ns = p->sampled_ns;
 	s->tot = p->tot;
 	p->hist_pos = (p->hist_pos + 1) % p->hist_cap;
 	if (p->hist_len < p->hist_cap)
@@ -521,6 +529,15 @@ static void retire(struct sd_proc *p)
 	if (sd.nretired < SD_MAX_RETIRED)
 		snprintf(sd.retired[sd.nretired++], NAME_MAX + 1, "%s", p->file);
 	proc_free(p);
+}
+
+/* A request wants the counters of now, not of the last round (interval
+ * views divide by the time between samples): read a live process again
+ * unless it was read in the last millisecond. Under sd.lock. */
+void sd_refresh(struct sd_proc *p)
+{
+	if (p->live && stats_mono_ns() - p->sampled_mono > 1000000u)
+		read_sample(p);
 }
 
 /* One sampling round: liveness, counters, history, retention. */

@@ -40,6 +40,8 @@ struct sd_proc {
 	struct segread_owner *owners;
 	uint32_t nowners;
 	struct segread_totals tot;
+	uint64_t sampled_ns;   /* CLOCK_REALTIME of the last sample */
+	uint64_t sampled_mono; /* the same, CLOCK_MONOTONIC */
 
 	/* history: a ring of hist_cap samples */
 	struct sd_sample *hist;
@@ -96,6 +98,8 @@ void sd_serve_stop(void);
 json_t *sd_proc_json(const struct sd_proc *p, bool detail);
 /* The process with this pid: the live one, else the latest exited one. */
 struct sd_proc *sd_find(pid_t pid);
+/* Sample a live process again if its last sample is older than 1 ms. */
+void sd_refresh(struct sd_proc *p);
 
 /* The owner kind's name. */
 const char *sd_owner_kind(uint32_t kind);

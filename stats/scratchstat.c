@@ -768,8 +768,6 @@ static void on_sigint(int sig)
 	interrupted = 1;
 }
 
-/* One interval line as JSON: rates between two process snapshots (prev
- * NULL: since the process started). */
 /* How much counter key grew from prev to v; 0 if it did not. */
 static uint64_t grown(const json_t *v, const json_t *prev, const char *key)
 {
@@ -778,9 +776,24 @@ static uint64_t grown(const json_t *v, const json_t *prev, const char *key)
 	return a > b ? a - b : 0;
 }
 
-/* One interval line. After an exec the pid shows a new image (another
- * segment file) whose counters start again: the line then covers the new
- * image's life so far, and says so. */
+/* When the counters of v were read: the daemon's sample time (it samples
+ * again for each request), or the exit if the process ended before. */
+static uint64_t sample_time(const json_t *v)
+{
+	uint64_t at = num(v, "sampled_ns"), end = num(v, "exit_ns");
+
+	if (at == 0)
+		at = stats_realtime_ns(); /* a daemon that does not say */
+	if (strcmp(str(v, "state"), "live") != 0 && end != 0 && end < at)
+		at = end;
+	return at;
+}
+
+/* One interval line as JSON: rates between two process snapshots (prev
+ * NULL: since the process started), over the time between their samples.
+ * After an exec the pid shows a new image (another segment file) whose
+ * counters start again: the line then covers the new image's life so far,
+ * and says so. */
 static json_t *interval_json(pid_t pid, const json_t *v, const json_t *prev, uint64_t now,
                              uint64_t prev_ns)
 {
@@ -847,12 +860,12 @@ static int view_interval(pid_t pid, double interval, long count)
 			if (interrupted)
 				break;
 		}
-		now = stats_realtime_ns();
 		rc = get_json(path, &v);
 		if (rc == EX_NOPROC)
 			say("no such process: %d", (int)pid);
 		if (rc != EX_OK)
 			break;
+		now = sample_time(v);
 		/* The first line covers the process's whole life, as vmstat's. */
 		o = interval_json(pid, v, prev, now, prev_ns);
 		if (opt.json) {

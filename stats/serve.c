@@ -104,11 +104,13 @@ static json_t *u64(uint64_t v)
 	return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
 }
 
-static double hit_rate(uint64_t allocs, uint64_t misses)
+/* Hits over allocations; null before the first allocation, as the
+ * tables print "-" then. */
+static json_t *hit_rate(uint64_t allocs, uint64_t misses)
 {
-	return allocs == 0
-	               ? 0.0
-	               : (double)(allocs - (misses < allocs ? misses : allocs)) / (double)allocs;
+	return allocs == 0 ? json_null()
+	                   : json_real((double)(allocs - (misses < allocs ? misses : allocs)) /
+	                               (double)allocs);
 }
 
 static void set_counters(json_t *o, const struct scratch__counters *c)
@@ -125,7 +127,7 @@ static void set_counters(json_t *o, const struct scratch__counters *c)
 	json_object_set_new(o, "leased", u64(segread_leased(c)));
 	json_object_set_new(o, "peak_leased", u64(c->peak_leased));
 	json_object_set_new(o, "growth_bytes", u64(c->growth_bytes));
-	json_object_set_new(o, "hit_rate", json_real(hit_rate(c->allocs, c->misses)));
+	json_object_set_new(o, "hit_rate", hit_rate(c->allocs, c->misses));
 }
 
 static json_t *thread_json(const struct segread_thread *t, bool proc_live)
@@ -180,7 +182,7 @@ static void set_totals(json_t *o, const struct segread_totals *t)
 	json_object_set_new(o, "growth_bytes", u64(t->growth_bytes));
 	json_object_set_new(o, "trimmed", u64(t->trimmed));
 	json_object_set_new(o, "depot_bytes", u64(t->depot_bytes));
-	json_object_set_new(o, "hit_rate", json_real(hit_rate(t->allocs, t->misses)));
+	json_object_set_new(o, "hit_rate", hit_rate(t->allocs, t->misses));
 }
 
 json_t *sd_proc_json(const struct sd_proc *p, bool detail)
@@ -197,6 +199,7 @@ json_t *sd_proc_json(const struct sd_proc *p, bool detail)
 	json_object_set_new(o, "exit_reason", p->reason ? json_string(p->reason) : json_null());
 	json_object_set_new(o, "created_ns", u64(p->seg.created_ns));
 	json_object_set_new(o, "exit_ns", u64(p->exit_ns));
+	json_object_set_new(o, "sampled_ns", u64(p->sampled_ns));
 	json_object_set_new(o, "forked", json_boolean(p->seg.forks > 0));
 	/* Once the process is gone, so are its threads (the main thread
 	 * never runs its exit hooks, so its slot still says live). */
@@ -720,6 +723,8 @@ static enum MHD_Result route_proc(struct MHD_Connection *c, pid_t pid, const cha
 
 	if (p == NULL)
 		return reply_error(c, MHD_HTTP_NOT_FOUND, "no such process");
+	if (*what == '\0' || strcmp(what, "/threads") == 0)
+		sd_refresh(p);
 	if (*what == '\0')
 		return reply_json(c, MHD_HTTP_OK, sd_proc_json(p, true));
 	if (strcmp(what, "/threads") == 0) {
