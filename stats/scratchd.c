@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <netinet/in.h>
 #include <sys/inotify.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -732,9 +733,17 @@ static int parse_args(int argc, char **argv, const char **run_dir, const char **
 				goto out_bad;
 			sd.trace_keep = (uint32_t)v;
 			break;
-		case 'l':
+		case 'l': {
+			struct sockaddr_in sa;
+			char err[160];
+
+			if (sd_parse_listen(optarg, &sa, err, sizeof(err)) != 0) {
+				logmsg("%s", err);
+				return 2;
+			}
 			*listen_on = optarg;
 			break;
+		}
 		case 'v':
 			verbose = true;
 			break;
@@ -883,6 +892,9 @@ int main(int argc, char **argv)
 	pthread_mutex_unlock(&sd.lock);
 	if (sd_serve_start(ufd, listen_on, err, sizeof(err)) != 0) {
 		logmsg("%s", err);
+		sd_serve_stop();
+		if (!activated)
+			unlink(sd.socket_path);
 		return 1;
 	}
 	if (verbose)

@@ -92,6 +92,9 @@ extern struct sd_state sd;
  * listen is not NULL, "/metrics" on 127.0.0.1:PORT). Returns 0 or -errno
  * with a cause in err. */
 int sd_serve_start(int unix_fd, const char *listen, char *err, size_t errlen);
+/* Parse a --listen address, 127.x.y.z:PORT; -EINVAL with a message in err. */
+struct sockaddr_in;
+int sd_parse_listen(const char *s, struct sockaddr_in *sa, char *err, size_t errlen);
 void sd_serve_stop(void);
 
 /* JSON of one process (summary, or with threads and owners). Under sd.lock. */

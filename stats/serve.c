@@ -1001,7 +1001,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	pthread_mutex_unlock(&lock);
 }
 
-static int parse_listen(const char *s, struct sockaddr_in *sa, char *err, size_t errlen)
+int sd_parse_listen(const char *s, struct sockaddr_in *sa, char *err, size_t errlen)
 {
 	char host[64];
 	const char *colon = strrchr(s, ':');
@@ -1052,7 +1052,7 @@ int sd_serve_start(int unix_fd, const char *listen_on, char *err, size_t errlen)
 	}
 	if (listen_on == NULL)
 		return 0;
-	if (parse_listen(listen_on, &sa, err, errlen) != 0)
+	if (sd_parse_listen(listen_on, &sa, err, errlen) != 0)
 		return -EINVAL;
 	tcp_daemon = MHD_start_daemon(
 	        flags, ntohs(sa.sin_port), NULL, NULL, handle, &tcp_marker,
