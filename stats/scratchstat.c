@@ -547,7 +547,9 @@ struct trace_ctx {
 	pid_t pid;
 	struct symbolizer *sym;
 	char *maps;
-	uint64_t maps_at; /* CLOCK_MONOTONIC of the last refresh */
+	uint64_t maps_at;  /* CLOCK_MONOTONIC of the last refresh */
+	uint64_t maps_seq; /* every record up to it was drained before that */
+	uint64_t seen;     /* the highest record seq received so far */
 	bool header;
 	uint64_t records;
 };
@@ -580,9 +582,13 @@ static void refresh_symbols(struct trace_ctx *tc)
 		return;
 	}
 	if (tc->maps != NULL && b.p != NULL && strcmp(tc->maps, b.p) == 0) {
+		tc->maps_seq = tc->seen;
 		free(b.p);
 		return;
 	}
+	/* The daemon rereads the maps when it drains new records, before it
+	 * serves them: these cover the libraries of every record seen so far. */
+	tc->maps_seq = tc->seen;
 	free(tc->maps);
 	tc->maps = b.p;
 	sym_free(tc->sym);
@@ -592,13 +598,18 @@ static void refresh_symbols(struct trace_ctx *tc)
 
 /* Replace a record's raw frames by symbolized ones, and name its call
  * site: the first frame outside libscratch, the preload shim and C++'s
- * operator new. */
+ * operator new. A frame no mapping covers (code loaded and unloaded again
+ * before the daemon read the maps, or a JIT) may be the call site itself:
+ * it is shown by its address, never skipped for its caller. */
 static void symbolize(struct trace_ctx *tc, json_t *rec)
 {
 	json_t *frames = json_object_get(rec, "frames"), *out = json_array(), *f;
+	uint64_t seq = num(rec, "seq");
 	bool have_site = false;
 	size_t i;
 
+	if (seq > tc->seen)
+		tc->seen = seq;
 	json_array_foreach(frames, i, f)
 	{
 		uint64_t ip = (uint64_t)json_integer_value(f);
@@ -606,8 +617,10 @@ static void symbolize(struct trace_ctx *tc, json_t *rec)
 		json_t *o = json_object();
 		bool ok = tc->sym != NULL && sym_lookup(tc->sym, ip, &si);
 
-		if (!ok && stats_mono_ns() - tc->maps_at > 1000000000u) {
-			refresh_symbols(tc); /* a library loaded since */
+		/* A record newer than the maps may come from a library loaded
+		 * since: fetch them again, however recent the last fetch. */
+		if (!ok && (seq > tc->maps_seq || stats_mono_ns() - tc->maps_at > 1000000000u)) {
+			refresh_symbols(tc);
 			ok = tc->sym != NULL && sym_lookup(tc->sym, ip, &si);
 		}
 		json_object_set_new(o, "addr", json_integer((json_int_t)ip));
@@ -621,10 +634,12 @@ static void symbolize(struct trace_ctx *tc, json_t *rec)
 			json_object_set_new(o, "line", json_integer(si.line));
 			json_object_set_new(o, "module", json_string(si.module));
 		}
-		if (ok && !have_site && !internal_frame(&si)) {
+		if (!have_site && (!ok || !internal_frame(&si))) {
 			char site[600];
 
-			if (si.file[0] != '\0')
+			if (!ok)
+				snprintf(site, sizeof(site), "0x%llx", (unsigned long long)ip);
+			else if (si.file[0] != '\0')
 				snprintf(site, sizeof(site), "%s (%s:%d)",
 				         si.function[0] ? si.function : "??", si.file, si.line);
 			else
@@ -736,6 +751,10 @@ static int view_trace(pid_t pid)
 	rc = get_json(path, &v);
 	if (rc != EX_OK)
 		goto out;
+	/* The daemon drained all of these before it answered: one fetch of
+	 * the maps covers them all. */
+	json_array_foreach(json_object_get(v, "records"), i, r) if (num(r, "seq") > tc.seen)
+	        tc.seen = num(r, "seq");
 	json_array_foreach(json_object_get(v, "records"), i, r) symbolize(&tc, r);
 	if (opt.json) {
 		json_dumpf(v, stdout, JSON_INDENT(2));
