@@ -550,6 +550,10 @@ struct trace_ctx {
 	uint64_t maps_at;  /* CLOCK_MONOTONIC of the last refresh */
 	uint64_t maps_seq; /* every record up to it was drained before that */
 	uint64_t seen;     /* the highest record seq received so far */
+	/* Addresses the current maps do not cover, most recent last: no
+	 * fetch again for those (bounded, forgotten when the maps change). */
+	uint64_t unresolved[256];
+	unsigned n_unresolved, next_unresolved;
 	bool header;
 	uint64_t records;
 };
@@ -570,6 +574,9 @@ static bool internal_frame(const struct sym_info *si)
 	       si->allocator;
 }
 
+/* Fetch the maps again. Every attempt counts as a fetch, whatever it
+ * brought: an unresolved frame asks at most once per newer record or
+ * second, never once per frame. */
 static void refresh_symbols(struct trace_ctx *tc)
 {
 	char path[64];
@@ -577,23 +584,44 @@ static void refresh_symbols(struct trace_ctx *tc)
 	long status = 0;
 
 	snprintf(path, sizeof(path), "/v1/processes/%d/maps", (int)tc->pid);
-	if (http_get(path, &b, &status, false) != EX_OK || status != 200) {
-		free(b.p);
-		return;
-	}
-	if (tc->maps != NULL && b.p != NULL && strcmp(tc->maps, b.p) == 0) {
-		tc->maps_seq = tc->seen;
-		free(b.p);
-		return;
-	}
 	/* The daemon rereads the maps when it drains new records, before it
 	 * serves them: these cover the libraries of every record seen so far. */
 	tc->maps_seq = tc->seen;
+	if (http_get(path, &b, &status, false) != EX_OK || status != 200) {
+		tc->maps_at = stats_mono_ns();
+		free(b.p);
+		return;
+	}
+	tc->maps_at = stats_mono_ns();
+	if (tc->maps != NULL && b.p != NULL && strcmp(tc->maps, b.p) == 0) {
+		free(b.p);
+		return;
+	}
 	free(tc->maps);
 	tc->maps = b.p;
 	sym_free(tc->sym);
 	tc->sym = sym_new(tc->maps);
-	tc->maps_at = stats_mono_ns();
+	tc->n_unresolved = tc->next_unresolved = 0;
+}
+
+static bool known_unresolved(const struct trace_ctx *tc, uint64_t ip)
+{
+	for (unsigned i = 0; i < tc->n_unresolved; i++)
+		if (tc->unresolved[i] == ip)
+			return true;
+	return false;
+}
+
+static void remember_unresolved(struct trace_ctx *tc, uint64_t ip)
+{
+	const unsigned cap = sizeof(tc->unresolved) / sizeof(tc->unresolved[0]);
+
+	if (known_unresolved(tc, ip))
+		return;
+	tc->unresolved[tc->next_unresolved] = ip;
+	tc->next_unresolved = (tc->next_unresolved + 1) % cap;
+	if (tc->n_unresolved < cap)
+		tc->n_unresolved++;
 }
 
 /* Replace a record's raw frames by symbolized ones, and name its call
@@ -619,10 +647,13 @@ static void symbolize(struct trace_ctx *tc, json_t *rec)
 
 		/* A record newer than the maps may come from a library loaded
 		 * since: fetch them again, however recent the last fetch. */
-		if (!ok && (seq > tc->maps_seq || stats_mono_ns() - tc->maps_at > 1000000000u)) {
+		if (!ok && !known_unresolved(tc, ip) &&
+		    (seq > tc->maps_seq || stats_mono_ns() - tc->maps_at > 1000000000u)) {
 			refresh_symbols(tc);
 			ok = tc->sym != NULL && sym_lookup(tc->sym, ip, &si);
 		}
+		if (!ok)
+			remember_unresolved(tc, ip);
 		json_object_set_new(o, "addr", json_integer((json_int_t)ip));
 		if (ok) {
 			json_object_set_new(o, "function",
