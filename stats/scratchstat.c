@@ -664,12 +664,17 @@ static void symbolize(struct trace_ctx *tc, json_t *rec)
 			                    si.file[0] ? json_string(si.file) : json_null());
 			json_object_set_new(o, "line", json_integer(si.line));
 			json_object_set_new(o, "module", json_string(si.module));
+			if (si.replaced)
+				json_object_set_new(o, "replaced", json_true());
 		}
 		if (!have_site && (!ok || !internal_frame(&si))) {
 			char site[600];
 
 			if (!ok)
 				snprintf(site, sizeof(site), "0x%llx", (unsigned long long)ip);
+			else if (si.replaced)
+				snprintf(site, sizeof(site), "%s+0x%llx (replaced)",
+				         base_name(si.module), (unsigned long long)si.offset);
 			else if (si.file[0] != '\0')
 				snprintf(site, sizeof(site), "%s (%s:%d)",
 				         si.function[0] ? si.function : "??", si.file, si.line);
@@ -718,7 +723,8 @@ static void print_record(struct trace_ctx *tc, const json_t *r)
 		if (json_is_string(json_object_get(f, "file")))
 			printf(" (%s:%llu)", str(f, "file"), (unsigned long long)num(f, "line"));
 		else if (*str(f, "module"))
-			printf(" [%s]", str(f, "module"));
+			printf(" [%s]%s", str(f, "module"),
+			       json_is_true(json_object_get(f, "replaced")) ? " (replaced)" : "");
 		putchar('\n');
 	}
 }

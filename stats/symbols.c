@@ -7,20 +7,81 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
 
 #include "symbols.h"
 
+#define OVERLAYFS_MAGIC 0x794c7630
+
 struct symbolizer {
 	Dwfl *dwfl;
+	/* Files whose path names another file now than the one mapped (a
+	 * binary replaced at the same path): their symbols would be wrong. */
+	char **replaced;
+	size_t nreplaced;
 };
 
 static const Dwfl_Callbacks callbacks = {
         .find_elf = dwfl_linux_proc_find_elf,
         .find_debuginfo = dwfl_standard_find_debuginfo,
 };
+
+static bool is_replaced(const struct symbolizer *s, const char *path)
+{
+	for (size_t i = 0; i < s->nreplaced; i++)
+		if (strcmp(s->replaced[i], path) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * A maps line names the device and inode of the file mapped; the path may
+ * name another file by now. Overlayfs shows the underlying file's device
+ * in the maps but its own in stat(): there only the inode is compared.
+ */
+static void find_replaced(struct symbolizer *s, const char *maps)
+{
+	for (const char *l = maps; *l != '\0';) {
+		const char *nl = strchr(l, '\n');
+		size_t len = nl != NULL ? (size_t)(nl - l) : strlen(l);
+		char line[PATH_MAX + 256], path[PATH_MAX];
+		unsigned maj, min;
+		unsigned long long ino;
+		struct stat st;
+		struct statfs fs;
+		char **nr;
+
+		if (len < sizeof(line)) {
+			memcpy(line, l, len);
+			line[len] = '\0';
+			path[0] = '\0';
+			if (sscanf(line, "%*s %*s %*s %x:%x %llu %4095[^\n]", &maj, &min, &ino,
+			           path) == 4 &&
+			    path[0] == '/' && ino != 0 && !is_replaced(s, path) &&
+			    stat(path, &st) == 0 &&
+			    ((unsigned long long)st.st_ino != ino ||
+			     (st.st_dev != makedev(maj, min) &&
+			      !(statfs(path, &fs) == 0 && fs.f_type == OVERLAYFS_MAGIC)))) {
+				nr = realloc(s->replaced, (s->nreplaced + 1) * sizeof(*nr));
+				if (nr != NULL) {
+					s->replaced = nr;
+					s->replaced[s->nreplaced] = strdup(path);
+					if (s->replaced[s->nreplaced] != NULL)
+						s->nreplaced++;
+				}
+			}
+		}
+		l += len;
+		if (*l == '\n')
+			l++;
+	}
+}
 
 struct symbolizer *sym_new(const char *maps)
 {
@@ -44,6 +105,8 @@ struct symbolizer *sym_new(const char *maps)
 		}
 	}
 	dwfl_report_end(s->dwfl, NULL, NULL);
+	if (maps != NULL)
+		find_replaced(s, maps);
 	return s;
 }
 
@@ -52,6 +115,9 @@ void sym_free(struct symbolizer *s)
 	if (s == NULL)
 		return;
 	dwfl_end(s->dwfl);
+	for (size_t i = 0; i < s->nreplaced; i++)
+		free(s->replaced[i]);
+	free(s->replaced);
 	free(s);
 }
 
@@ -130,6 +196,12 @@ bool sym_lookup(struct symbolizer *s, uint64_t ret_addr, struct sym_info *ret)
 		return false;
 	mod = dwfl_module_info(m, NULL, &start, NULL, NULL, NULL, NULL, NULL);
 	copy(ret->module, sizeof(ret->module), mod);
+	if (mod != NULL && is_replaced(s, mod)) {
+		/* no symbol of the file there now: the module and offset */
+		ret->replaced = true;
+		ret->offset = ret_addr - start;
+		return true;
+	}
 	name = dwfl_module_addrinfo(m, addr, &off, &sym, NULL, NULL, NULL);
 	copy(ret->function, sizeof(ret->function), name);
 	ret->allocator =

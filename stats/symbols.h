@@ -20,6 +20,8 @@ struct sym_info {
 	int line;
 	char module[256]; /* the ELF file's path */
 	bool allocator;   /* operator new or new[]: not a call site of interest */
+	bool replaced;    /* the module's path names another file now (a binary
+	                   * replaced): only module and offset are set */
 };
 
 /* NULL when libdw cannot even start (errno set). */
