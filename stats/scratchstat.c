@@ -757,6 +757,30 @@ static int follow_line(json_t *j, void *ctx)
 	return 0;
 }
 
+/* What a trace answer leaves out: records before the first one scratchd
+ * still keeps (its --trace-keep buffer dropped them, or the ring wrapped:
+ * the lost count says how many of those), and records after the last one
+ * shown (--limit). */
+static void trace_notes(const json_t *v)
+{
+	uint64_t first = num(v, "first"), next = num(v, "next"), head = num(v, "head");
+	uint64_t lost = num(v, "lost");
+
+	if (json_is_integer(json_object_get(v, "first")) && opt.since < first &&
+	    first - opt.since > lost) {
+		if (lost == 0)
+			printf("-- records %llu..%llu were dropped by scratchd (--trace-keep)\n",
+			       (unsigned long long)opt.since, (unsigned long long)first - 1);
+		else
+			printf("-- records %llu..%llu are gone: lost in the ring or dropped by "
+			       "scratchd (--trace-keep)\n",
+			       (unsigned long long)opt.since, (unsigned long long)first - 1);
+	}
+	if (json_is_integer(json_object_get(v, "next")) && next != 0 && next <= head)
+		printf("-- more records exist: continue with --since %llu\n",
+		       (unsigned long long)next);
+}
+
 static int view_trace(pid_t pid)
 {
 	struct trace_ctx tc = {.pid = pid};
@@ -804,6 +828,7 @@ static int view_trace(pid_t pid)
 			printf("-- %llu growth records lost (the ring wrapped before they were "
 			       "drained)\n",
 			       (unsigned long long)num(v, "lost"));
+		trace_notes(v);
 	}
 	json_decref(v);
 out:
