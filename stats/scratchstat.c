@@ -370,6 +370,15 @@ static int clean_stdout(void)
 	return EX_OK;
 }
 
+/* One JSON value and a newline on stdout; false when it could not be
+ * written (the caller stops, main says so and exits 4). */
+static bool put_json(const json_t *v, size_t flags)
+{
+	if (json_dumpf(v, stdout, flags) != 0 || putchar('\n') == EOF)
+		return false;
+	return !ferror(stdout);
+}
+
 static uint64_t num(const json_t *o, const char *key)
 {
 	json_int_t v = json_integer_value(json_object_get(o, key));
@@ -737,15 +746,12 @@ static int follow_line(json_t *j, void *ctx)
 	if (json_object_get(j, "seq") != NULL) {
 		symbolize(tc, j);
 		if (opt.json)
-			json_dumpf(j, stdout, JSON_COMPACT);
+			put_json(j, JSON_COMPACT);
 		else
 			print_record(tc, j);
-		if (opt.json)
-			putchar('\n');
 		tc->records++;
 	} else if (opt.json) {
-		json_dumpf(j, stdout, JSON_COMPACT);
-		putchar('\n');
+		put_json(j, JSON_COMPACT);
 	} else if (json_object_get(j, "lost") != NULL) {
 		printf("-- %lld growth records lost so far (the ring wrapped before they were "
 		       "drained)\n",
@@ -753,8 +759,8 @@ static int follow_line(json_t *j, void *ctx)
 	} else if (json_object_get(j, "end") != NULL) {
 		printf("-- end: %s\n", str(j, "reason"));
 	}
-	fflush(stdout);
-	return 0;
+	/* output that goes nowhere ends the stream */
+	return fflush(stdout) != 0 || ferror(stdout) ? 1 : 0;
 }
 
 /* What a trace answer leaves out: records before the first one scratchd
@@ -818,8 +824,7 @@ static int view_trace(pid_t pid)
 	        tc.seen = num(r, "seq");
 	json_array_foreach(json_object_get(v, "records"), i, r) symbolize(&tc, r);
 	if (opt.json) {
-		json_dumpf(v, stdout, JSON_INDENT(2));
-		putchar('\n');
+		put_json(v, JSON_INDENT(2));
 	} else {
 		json_array_foreach(json_object_get(v, "records"), i, r) print_record(&tc, r);
 		if (!tc.header)
@@ -949,17 +954,16 @@ static int view_interval(pid_t pid, double interval, long count)
 		now = sample_time(v);
 		/* The first line covers the process's whole life, as vmstat's. */
 		o = interval_json(pid, v, prev, now, prev_ns);
-		if (opt.json) {
-			json_dumpf(o, stdout, JSON_COMPACT);
-			putchar('\n');
-		} else {
+		if (opt.json)
+			put_json(o, JSON_COMPACT);
+		else
 			print_interval(o);
-		}
 		json_decref(o);
-		fflush(stdout);
 		json_decref(prev);
 		prev = v;
 		prev_ns = now;
+		if (fflush(stdout) != 0 || ferror(stdout))
+			break; /* main says so */
 		if (strcmp(str(v, "state"), "live") != 0)
 			break;
 	}
@@ -1061,12 +1065,10 @@ static int emit(int rc, json_t *v, void (*table)(const json_t *))
 {
 	if (rc != EX_OK)
 		return rc;
-	if (opt.json) {
-		json_dumpf(v, stdout, JSON_INDENT(2));
-		putchar('\n');
-	} else {
+	if (opt.json)
+		put_json(v, JSON_INDENT(2));
+	else
 		table(v);
-	}
 	json_decref(v);
 	return EX_OK;
 }
@@ -1150,6 +1152,7 @@ int main(int argc, char **argv)
 	char err[PATH_MAX + 128];
 	struct request req;
 	json_t *v = NULL;
+	bool bad;
 	int rc;
 
 	rc = parse_opts(argc, argv);
@@ -1193,7 +1196,17 @@ int main(int argc, char **argv)
 		break;
 	}
 	curl_global_cleanup();
-	if (!opt.json && fclose(stdout) != 0 && rc == EX_OK)
-		rc = EX_FAIL; /* the tables did not all reach fd 1 */
+	/* The tables and the JSON alike: output that did not all reach fd 1
+	 * is an error. */
+	errno = 0;
+	bad = ferror(stdout) != 0;
+	bad |= fflush(stdout) != 0;
+	if (!opt.json)
+		bad |= fclose(stdout) != 0;
+	if (bad) {
+		say("cannot write the output: %s", errno != 0 ? strerror(errno) : "error");
+		if (rc == EX_OK)
+			rc = EX_FAIL;
+	}
 	return rc;
 }
