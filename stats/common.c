@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,6 +33,14 @@ int stats_run_dir(const char *dir, bool create, char *buf, size_t len, char *err
 		n = snprintf(buf, len, "/dev/shm/scratch-%u", (unsigned)geteuid());
 	if (n < 0 || (size_t)n + sizeof(STATS_SOCKET_NAME) + 2 > len) {
 		snprintf(err, errlen, "run directory name too long");
+		return -ENAMETOOLONG;
+	}
+	/* "<dir>/scratchd.sock" and its NUL must fit a Unix socket address */
+	if ((size_t)n + 1 + sizeof(STATS_SOCKET_NAME) >
+	    sizeof(((struct sockaddr_un *)NULL)->sun_path)) {
+		snprintf(err, errlen, "socket path too long: %.200s%s/%s (at most %zu bytes)", buf,
+		         n > 200 ? "..." : "", STATS_SOCKET_NAME,
+		         sizeof(((struct sockaddr_un *)NULL)->sun_path) - 1);
 		return -ENAMETOOLONG;
 	}
 	if (create && mkdir(buf, 0700) != 0 && errno != EEXIST) {

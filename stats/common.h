@@ -19,7 +19,9 @@
  * else $XDG_RUNTIME_DIR/scratch, else /dev/shm/scratch-$UID. With create,
  * a missing last component is made 0700. Returns 0, or -errno with a
  * human cause in err: a directory that is not ours or is open to others is
- * refused (-EPERM).
+ * refused (-EPERM); one whose socket path would not fit a Unix socket
+ * address (108 bytes with its NUL) is too long (-ENAMETOOLONG), checked
+ * before anything is created.
  */
 int stats_run_dir(const char *dir, bool create, char *buf, size_t len, char *err, size_t errlen);
 

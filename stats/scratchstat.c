@@ -1151,6 +1151,7 @@ int main(int argc, char **argv)
 {
 	char err[PATH_MAX + 128];
 	struct request req;
+	struct sockaddr_un sa;
 	json_t *v = NULL;
 	bool bad;
 	int rc;
@@ -1160,11 +1161,16 @@ int main(int argc, char **argv)
 		rc = parse_request(argc - optind, argv + optind, &req);
 	if (rc != EX_OK)
 		return rc;
-	if (stats_run_dir(opt.run_dir_arg, !opt.no_start, opt.run_dir, sizeof(opt.run_dir), err,
-	                  sizeof(err)) != 0 &&
-	    opt.socket_arg == NULL) {
+	if (opt.socket_arg != NULL && strlen(opt.socket_arg) >= sizeof(sa.sun_path)) {
+		say("socket path too long: %.200s%s (at most %zu bytes)", opt.socket_arg,
+		    strlen(opt.socket_arg) > 200 ? "..." : "", sizeof(sa.sun_path) - 1);
+		return EX_USAGE;
+	}
+	rc = stats_run_dir(opt.run_dir_arg, !opt.no_start, opt.run_dir, sizeof(opt.run_dir), err,
+	                   sizeof(err));
+	if (rc != 0 && opt.socket_arg == NULL) {
 		say("%s", err);
-		return EX_NODAEMON;
+		return rc == -ENAMETOOLONG ? EX_USAGE : EX_NODAEMON;
 	}
 	snprintf(opt.socket, sizeof(opt.socket), "%s",
 	         opt.socket_arg != NULL ? opt.socket_arg : opt.run_dir);
