@@ -48,6 +48,7 @@ enum {
 
 static struct {
 	bool json, no_start, follow, frames, verbose;
+	bool may_start; /* no --no-start, and the socket is the run directory's */
 	uint64_t since, limit;
 	const char *run_dir_arg, *socket_arg;
 	char run_dir[PATH_MAX];
@@ -246,14 +247,16 @@ static int get_json(const char *path, json_t **ret)
 	long status = 0;
 	int rc = http_get(path, &b, &status, false);
 
-	if (rc == EX_NODAEMON && !opt.no_start && start_daemon() == 0) {
+	if (rc == EX_NODAEMON && opt.may_start && start_daemon() == 0) {
 		free(b.p);
 		memset(&b, 0, sizeof(b));
 		rc = http_get(path, &b, &status, false);
 	}
 	if (rc == EX_NODAEMON) {
 		say("no scratchd answers on %s%s", opt.socket,
-		    opt.no_start ? " (not started: --no-start)" : "");
+		    opt.no_start     ? " (not started: --no-start)"
+		    : !opt.may_start ? " (not started: not the run directory's socket)"
+		                     : "");
 		free(b.p);
 		return rc;
 	}
@@ -1147,6 +1150,23 @@ static int parse_request(int nargs, char **args, struct request *req)
 	return EX_OK;
 }
 
+/* Whether path names <run dir>/scratchd.sock (the directories compared
+ * by their real paths). */
+static bool is_run_dir_socket(const char *path)
+{
+	char dir[PATH_MAX], real_dir[PATH_MAX], real_run[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+
+	if (slash == NULL)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if (strcmp(slash != NULL ? slash + 1 : path, STATS_SOCKET_NAME) != 0)
+		return false;
+	return realpath(*dir ? dir : "/", real_dir) != NULL &&
+	       realpath(opt.run_dir, real_run) != NULL && strcmp(real_dir, real_run) == 0;
+}
+
 int main(int argc, char **argv)
 {
 	char err[PATH_MAX + 128];
@@ -1166,12 +1186,16 @@ int main(int argc, char **argv)
 		    strlen(opt.socket_arg) > 200 ? "..." : "", sizeof(sa.sun_path) - 1);
 		return EX_USAGE;
 	}
-	rc = stats_run_dir(opt.run_dir_arg, !opt.no_start, opt.run_dir, sizeof(opt.run_dir), err,
-	                   sizeof(err));
+	/* A daemon started here serves <run dir>/scratchd.sock: with another
+	 * --socket, none is started (nor a run directory made for one). */
+	rc = stats_run_dir(opt.run_dir_arg, !opt.no_start && opt.socket_arg == NULL, opt.run_dir,
+	                   sizeof(opt.run_dir), err, sizeof(err));
 	if (rc != 0 && opt.socket_arg == NULL) {
 		say("%s", err);
 		return rc == -ENAMETOOLONG ? EX_USAGE : EX_NODAEMON;
 	}
+	opt.may_start = !opt.no_start &&
+	                (opt.socket_arg == NULL || (rc == 0 && is_run_dir_socket(opt.socket_arg)));
 	snprintf(opt.socket, sizeof(opt.socket), "%s",
 	         opt.socket_arg != NULL ? opt.socket_arg : opt.run_dir);
 	if (opt.socket_arg == NULL)
