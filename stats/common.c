@@ -162,7 +162,17 @@ int stats_proc_start_ticks(pid_t pid, uint64_t *ret_ticks)
 
 void stats_mask_controls(char *s)
 {
-	for (; *s != '\0'; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			*s = '?';
+	char *o = s;
+
+	for (; *s != '\0'; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == 0xc2 && (unsigned char)s[1] >= 0x80 && (unsigned char)s[1] <= 0x9f) {
+			*o++ = '?'; /* a C1 control, U+0080-U+009F in UTF-8 */
+			s++;
+		} else {
+			*o++ = c < 0x20 || c == 0x7f ? '?' : *s;
+		}
+	}
+	*o = '\0';
 }

@@ -31,8 +31,9 @@ int stats_peer_uid(int fd, uid_t *ret_uid);
 uint64_t stats_realtime_ns(void);
 uint64_t stats_mono_ns(void);
 
-/* Replace every C0 control character and DEL in s by '?': a line for a
- * log or a terminal that carries untrusted names. */
+/* Replace every C0 control character, DEL and C1 control (U+0080-U+009F,
+ * the two bytes 0xc2 0x80-0x9f in UTF-8) in s by one '?', in place: a line
+ * for a log or a terminal that carries untrusted names. */
 void stats_mask_controls(char *s);
 
 /* Field 22 of /proc/PID/stat: -ENOENT when the process is gone. */
