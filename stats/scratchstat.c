@@ -422,20 +422,41 @@ static void hit(const json_t *o, char *buf, size_t len)
 		         json_real_value(json_object_get(o, "hit_rate")) * 100.0);
 }
 
-/* "name args" of a command line, argv[0] shortened to its base name. */
-static void command_of(const json_t *p, char *buf, size_t len, size_t width)
+/* "name args" of a command line, argv[0] shortened to its base name, cut
+ * to at most width characters at a character boundary (the text is UTF-8).
+ * Returns how many characters it kept, for the padding. */
+static size_t command_of(const json_t *p, char *buf, size_t len, size_t width)
 {
 	const char *cmd = str(p, "command");
 	const char *sp = strchr(cmd, ' ');
 	const char *end = sp != NULL ? sp : cmd + strlen(cmd);
 	const char *base = cmd;
+	size_t chars = 0, i;
 
 	for (const char *q = cmd; q < end; q++)
 		if (*q == '/')
 			base = q + 1;
 	snprintf(buf, len, "%s", *base ? base : str(p, "exe"));
-	if (strlen(buf) > width)
-		buf[width] = '\0';
+	/* a truncated snprintf may have split a character: drop its start */
+	for (i = strlen(buf); i > 0 && ((unsigned char)buf[i - 1] & 0xc0) == 0x80; i--)
+		;
+	if (i > 0 && (unsigned char)buf[i - 1] >= 0xc0) {
+		unsigned char lead = (unsigned char)buf[i - 1];
+		size_t need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
+
+		if (strlen(buf) - (i - 1) < need)
+			buf[i - 1] = '\0';
+	}
+	for (i = 0; buf[i] != '\0'; i++) {
+		if (((unsigned char)buf[i] & 0xc0) == 0x80)
+			continue; /* a continuation byte */
+		if (chars == width) {
+			buf[i] = '\0';
+			break;
+		}
+		chars++;
+	}
+	return chars;
 }
 
 static void print_processes(const json_t *v)
@@ -447,17 +468,18 @@ static void print_processes(const json_t *v)
 	       "HIT%", "RETAINED", "LEASED", "GROWTHS", "STATE");
 	json_array_foreach(procs, i, p)
 	{
-		char cmd[64], h[16], ret[32], lea[32], state[48];
+		char cmd[28 * 4 + 1], h[16], ret[32], lea[32], state[48];
+		/* padded by characters, not bytes */
+		int pad = 28 - (int)command_of(p, cmd, sizeof(cmd), 28);
 
-		command_of(p, cmd, sizeof(cmd), 28);
 		hit(p, h, sizeof(h));
 		if (json_is_string(json_object_get(p, "exit_reason")))
 			snprintf(state, sizeof(state), "%s (%s)", str(p, "state"),
 			         str(p, "exit_reason"));
 		else
 			snprintf(state, sizeof(state), "%s", str(p, "state"));
-		printf("%8llu %-28s %7llu %10llu %6s %10s %10s %8llu %s\n",
-		       (unsigned long long)num(p, "pid"), cmd,
+		printf("%8llu %s%*s %7llu %10llu %6s %10s %10s %8llu %s\n",
+		       (unsigned long long)num(p, "pid"), cmd, pad, "",
 		       (unsigned long long)num(p, "threads"), (unsigned long long)num(p, "allocs"),
 		       h, human(num(p, "retained"), ret, sizeof(ret)),
 		       human(num(p, "leased"), lea, sizeof(lea)),
