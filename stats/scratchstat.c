@@ -49,6 +49,7 @@ enum {
 static struct {
 	bool json, no_start, follow, frames, verbose;
 	bool may_start; /* no --no-start, and the socket is the run directory's */
+	bool limit_given;
 	uint64_t since, limit;
 	const char *run_dir_arg, *socket_arg;
 	char run_dir[PATH_MAX];
@@ -80,6 +81,7 @@ struct body {
 	int (*line)(json_t *j, void *ctx);
 	void *ctx;
 	int line_rc;
+	CURL *curl; /* follow mode: an answer other than 200 is buffered whole */
 };
 
 static size_t on_data(char *data, size_t size, size_t n, void *arg)
@@ -94,6 +96,14 @@ static size_t on_data(char *data, size_t size, size_t n, void *arg)
 	memcpy(b->p + b->len, data, len);
 	b->len += len;
 	b->p[b->len] = '\0';
+	if (b->line != NULL && b->curl != NULL) {
+		long status = 0;
+
+		curl_easy_getinfo(b->curl, CURLINFO_RESPONSE_CODE, &status);
+		if (status != 200)
+			b->line = NULL; /* an error, not a stream of records */
+		b->curl = NULL;
+	}
 	if (b->line == NULL)
 		return len;
 	for (char *nl; (nl = memchr(b->p, '\n', b->len)) != NULL;) {
@@ -128,6 +138,8 @@ static int http_get(const char *path, struct body *b, long *ret_status, bool str
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
+	if (b->line != NULL)
+		b->curl = c;
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
 	if (!stream)
@@ -774,7 +786,9 @@ static int follow_line(json_t *j, void *ctx)
 			put_json(j, JSON_COMPACT);
 		else
 			print_record(tc, j);
-		tc->records++;
+		/* --limit given with --follow: that many records, then stop */
+		if (++tc->records >= opt.limit && opt.limit_given)
+			return 1;
 	} else if (opt.json) {
 		put_json(j, JSON_COMPACT);
 	} else if (json_object_get(j, "lost") != NULL) {
@@ -835,6 +849,17 @@ static int view_trace(pid_t pid)
 		snprintf(path, sizeof(path), "/v1/processes/%d/trace?follow=1&since=%llu", (int)pid,
 		         (unsigned long long)opt.since);
 		rc = http_get(path, &b, &status, true);
+		if (rc == EX_OK && status == 404) {
+			say("no such process: %d", (int)pid);
+			rc = EX_NOPROC;
+		} else if (rc == EX_OK && status != 200) {
+			json_t *e = json_loads(b.p != NULL ? b.p : "", 0, NULL);
+			const char *why = json_string_value(json_object_get(e, "error"));
+
+			say("%s: HTTP %ld: %s", path, status, why != NULL ? why : "(no reason)");
+			json_decref(e);
+			rc = EX_FAIL;
+		}
 		free(b.p);
 		goto out;
 	}
@@ -1068,6 +1093,12 @@ static int parse_opts(int argc, char **argv)
 				    c == 'S' ? "since" : "limit", optarg);
 				return EX_USAGE;
 			}
+			if (c == 'l' && (opt.limit < 1 || opt.limit > 1000000)) {
+				say("invalid number for --limit: '%s' (expected 1 to 1000000)",
+				    optarg);
+				return EX_USAGE;
+			}
+			opt.limit_given |= c == 'l';
 			break;
 		case 'F':
 			opt.frames = true;
