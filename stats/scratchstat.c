@@ -775,7 +775,7 @@ static void print_record(struct trace_ctx *tc, const json_t *r)
 	}
 }
 
-/* One line of the follow stream: a record, a lost count or the end. */
+/* One line of the follow stream: a record, a lost count, a gap or the end. */
 static int follow_line(json_t *j, void *ctx)
 {
 	struct trace_ctx *tc = ctx;
@@ -795,6 +795,11 @@ static int follow_line(json_t *j, void *ctx)
 		printf("-- %lld growth records lost so far (the ring wrapped before they were "
 		       "drained)\n",
 		       (long long)json_integer_value(json_object_get(j, "lost")));
+	} else if (json_object_get(j, "gone_from") != NULL) {
+		printf("-- records %llu..%llu are gone: lost in the ring or dropped by scratchd "
+		       "(--trace-keep)\n",
+		       (unsigned long long)num(j, "gone_from"),
+		       (unsigned long long)num(j, "gone_to"));
 	} else if (json_object_get(j, "end") != NULL) {
 		printf("-- end: %s\n", str(j, "reason"));
 	}

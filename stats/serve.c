@@ -632,6 +632,15 @@ static bool follow_collect(struct follow *fw)
 		fw->ended = true;
 		return fw->pend_len != before;
 	}
+	/* Records the stream can no longer give: the ring wrapped before they
+	 * were drained, or the kept buffer (--trace-keep) dropped them. */
+	uint64_t first = p->trace_len ? kept(p, 0)->seq : p->next_seq;
+
+	if (fw->next < first) {
+		pend_line(fw, json_pack("{s:I,s:I}", "gone_from", (json_int_t)fw->next, "gone_to",
+		                        (json_int_t)(first - 1)));
+		fw->next = first;
+	}
 	for (uint32_t i = kept_from(p, fw->next); i < p->trace_len && fw->pend_len < 65536; i++) {
 		pend_line(fw, record_json(p, kept(p, i)));
 		fw->next = kept(p, i)->seq + 1;
