@@ -106,8 +106,9 @@ SCRATCH_HIDDEN void scratch__os_unmap(void *p, size_t size);
 SCRATCH_HIDDEN void *scratch__os_map_file(int fd, size_t size, bool writable, void *addr);
 /* Give the pages back; the range stays mapped and reads as zero. */
 SCRATCH_HIDDEN void scratch__os_decommit(void *p, size_t size);
-/* Ask for transparent huge pages on the range (best effort). */
-SCRATCH_HIDDEN void scratch__os_hugepage(void *p, size_t size);
+/* Ask for transparent huge pages on the range, or (on false) for none;
+ * best effort. */
+SCRATCH_HIDDEN void scratch__os_hugepage(void *p, size_t size, bool on);
 /* futex on a 32-bit word; wait returns 0 or -errno (EAGAIN, EINTR, ETIMEDOUT). */
 SCRATCH_HIDDEN int scratch__os_futex_wait(uint32_t *addr, uint32_t expected, long timeout_ns);
 SCRATCH_HIDDEN void scratch__os_futex_wake(uint32_t *addr, int count);

@@ -70,11 +70,11 @@ void scratch__os_decommit(void *p, size_t size)
 	errno = saved;
 }
 
-void scratch__os_hugepage(void *p, size_t size)
+void scratch__os_hugepage(void *p, size_t size, bool on)
 {
 	int saved = errno;
 
-	madvise(p, size, MADV_HUGEPAGE);
+	madvise(p, size, on ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 	errno = saved;
 }
 

@@ -82,6 +82,7 @@ struct tcache {
 	uint32_t trim_seen;
 	pid_t tid;
 	uint8_t state;
+	bool reclaiming;    /* reclaim_ended_locked is flushing it (g.lock may drop) */
 	uint32_t in_remote; /* its thread is inside remote_free (see fork_gate) */
 	uint32_t remote_head __attribute__((aligned(SCRATCH_CACHELINE)));
 	struct scratch__counters own;
@@ -308,7 +309,7 @@ static bool setup(void)
 	g.large_cur = g.small_end;
 	g.large_end = g.base + size;
 	if (g.conf.thp)
-		scratch__os_hugepage((void *)g.large_cur, g.large_end - g.large_cur);
+		scratch__os_hugepage((void *)g.large_cur, g.large_end - g.large_cur, true);
 	pages = size >> PAGE_SHIFT;
 	g.maxblk = (uint32_t)(size / g.cls_size[g.cls_base] < UINT32_MAX - 1
 	                              ? size / g.cls_size[g.cls_base]
@@ -397,6 +398,12 @@ static uint32_t carve(unsigned bin)
 		at = g.large_cur;
 		g.large_cur += span;
 		g.proc->region_used += span;
+		/* A capacity that ends inside a huge page (2.5M in a 4M span)
+		 * would fault that page whole, nearly twice the bytes used:
+		 * the partial one gets small pages. */
+		if (g.conf.thp && (cap & (HUGE_SIZE - 1)) != 0)
+			scratch__os_hugepage((void *)(at + (cap & ~(HUGE_SIZE - 1))),
+			                     span - (cap & ~(HUGE_SIZE - 1)), false);
 	} else {
 		if (g.small_end - g.small_cur < cap)
 			return 0;
@@ -593,7 +600,8 @@ static void reap_zombies(void)
 		 * pushes first and credits after, so every credited block is
 		 * already on the list we take. */
 		rib = __atomic_load_n(&z->c->remote_in_bytes, __ATOMIC_ACQUIRE);
-		for (id = remote_take(z); id != 0; id = next) {
+		id = __atomic_exchange_n(&z->remote_head, 0, __ATOMIC_SEQ_CST);
+		for (; id != 0; id = next) {
 			next = g.blk[id].next;
 			back += g.cls_size[g.blk[id].cls];
 			depot_put(id);
@@ -608,8 +616,8 @@ static void reap_zombies(void)
 }
 
 /*
- * The table is full: turn the live slots of threads that have ended into
- * zombies, as their destructor would have. A thread whose first pool call
+ * The table is full, or scratch_trim asks (now): turn the live slots of
+ * threads that have ended into zombies, as their destructor would have. A thread whose first pool call
  * comes late in its exit (from another key's destructor, in glibc's second
  * round or later) gets a slot whose destructor is called fewer than the
  * three times it waits for, so nothing else tears it down. The thread is
@@ -620,11 +628,13 @@ static void reap_zombies(void)
  * than slots does not pay it for every new thread. Returns true if any
  * slot was reclaimed. Under g.lock.
  */
-static bool reclaim_ended_locked(void)
+static bool reclaim_ended_locked(bool now)
 {
 	static uint32_t skip, backoff;
 	bool any = false;
 
+	if (now)
+		skip = 0;
 	if (skip > 0) {
 		skip--;
 		return false;
@@ -632,8 +642,10 @@ static bool reclaim_ended_locked(void)
 	for (uint32_t i = 0; i < g.tcs_used; i++) {
 		struct tcache *tc = &g.tcs[i];
 
-		if (tc->state != TC_LIVE || !scratch__os_thread_gone(tc->tid))
+		if (tc->state != TC_LIVE || tc->reclaiming || !scratch__os_thread_gone(tc->tid))
 			continue;
+		/* the flush may drop g.lock: keep a second scan off this slot */
+		tc->reclaiming = true;
 		tc_flush_locked(tc);
 		__atomic_store_n(&tc->state, TC_ZOMBIE, __ATOMIC_RELAXED);
 		g.zombies++;
@@ -661,7 +673,7 @@ SCRATCH_COLD static struct tcache *tc_attach(void)
 	for (int pass = 0; pass < 3 && tc == NULL; pass++) {
 		if (pass == 1 && g.zombies > 0)
 			reap_zombies();
-		if (pass == 2 && !reclaim_ended_locked())
+		if (pass == 2 && !reclaim_ended_locked(false))
 			break;
 		for (uint32_t i = 0; i < g.tcs_used; i++)
 			if (g.tcs[i].state == TC_FREE) {
@@ -712,7 +724,10 @@ static void tc_destructor(void *arg)
 	pthread_mutex_lock(&g.lock);
 	tls_tc = TC_DEAD;
 	tc_flush_locked(tc);
-	__atomic_store_n(&tc->state, TC_ZOMBIE, __ATOMIC_RELAXED);
+	/* Seq_cst, as remote_free's push and state load: either the reap
+	 * below sees a block pushed now, or its freer sees the zombie and
+	 * asks for a reap (zombie_dirty). */
+	__atomic_store_n(&tc->state, TC_ZOMBIE, __ATOMIC_SEQ_CST);
 	g.zombies++;
 	scratch__segment_thread_exit(tc->index);
 	reap_zombies();
@@ -1031,10 +1046,11 @@ static void remote_free(struct tcache *owner, uint32_t id, uint64_t cap)
 	do {
 		d->next = head;
 	} while (!__atomic_compare_exchange_n(&owner->remote_head, &head, id, true,
-	                                      __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+	                                      __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
 	__atomic_fetch_add(&owner->c->remote_in, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&owner->c->remote_in_bytes, cap, __ATOMIC_RELEASE);
-	if (__atomic_load_n(&owner->state, __ATOMIC_RELAXED) != TC_LIVE)
+	/* against tc_destructor's store: see there */
+	if (__atomic_load_n(&owner->state, __ATOMIC_SEQ_CST) != TC_LIVE)
 		__atomic_store_n(&g.zombie_dirty, 1, __ATOMIC_RELAXED);
 }
 
@@ -1204,6 +1220,8 @@ size_t scratch_trim(void)
 		tc_flush_locked(tc);
 		tc->trim_seen = g.trim_epoch + 1;
 	}
+	/* the caches of threads that ended without their exit hook, too */
+	(void)reclaim_ended_locked(true);
 	reap_zombies();
 	released = depot_trim();
 	__atomic_store_n(&g.trim_epoch, g.trim_epoch + 1, __ATOMIC_RELAXED);

@@ -229,6 +229,26 @@ START_TEST(test_late_exit_slots)
 	pthread_key_delete(late_key);
 }
 END_TEST
+
+/* With slots to spare nothing forces a reclaim: scratch_trim must still
+ * take the caches of such threads back. */
+START_TEST(test_trim_takes_late_exit_caches)
+{
+	struct scratch_stats s;
+
+	ck_assert_int_eq(scratch_release(scratch_acquire(64 * KIB)), 0);
+	ck_assert_int_eq(pthread_key_create(&late_key, late_dtor), 0);
+	for (int i = 0; i < 4; i++)
+		run_thread(late_thread, NULL);
+	ck_assert_int_eq(scratch_release(scratch_acquire(64 * KIB)), 0); /* main's own */
+	scratch_trim();
+	s = total_stats();
+	ck_assert_uint_eq(s.leased, 0);
+	ck_assert_uint_eq(s.retained, 0);
+	ck_assert_uint_eq(s.frees, 6);
+	pthread_key_delete(late_key);
+}
+END_TEST
 #endif
 
 START_TEST(test_classes_apart)
@@ -861,6 +881,39 @@ START_TEST(test_reserve_granted_smaller)
 END_TEST
 #endif
 
+static long resident_kib(void)
+{
+	unsigned long size, res;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fscanf(f, "%lu %lu", &size, &res), 2);
+	fclose(f);
+	return (long)res * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* A block whose capacity ends inside a huge page (2 MiB + 4 KiB asks for
+ * a 2.5 MiB class in a 4 MiB span) costs its capacity in memory, not the
+ * whole second huge page. */
+START_TEST(test_huge_tail_small_pages)
+{
+	size_t ask = (2 * MIB) + 4 * KIB, cap;
+	long before, grew;
+	char *p;
+
+	conf_add("thp:true");
+	p = scratch_acquire(ask);
+	ck_assert_ptr_nonnull(p);
+	cap = scratch_usable_size(p);
+	ck_assert_uint_lt(cap, 4 * MIB);
+	before = resident_kib();
+	memset(p, 1, cap);
+	grew = resident_kib() - before;
+	ck_assert_int_le(grew, (long)(cap / KIB) + 256);
+	scratch_release(p);
+}
+END_TEST
+
 Suite *pool_suite(void)
 {
 	Suite *s = suite_create("pool");
@@ -885,6 +938,7 @@ Suite *pool_suite(void)
 	tcase_add_test(tc, test_trim);
 	tcase_add_test(tc, test_trim_reaches_other_threads);
 	tcase_add_test(tc, test_scripted_accounting);
+	tcase_add_test(tc, test_huge_tail_small_pages);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("threads");
@@ -893,6 +947,7 @@ Suite *pool_suite(void)
 	tcase_add_test(tc, test_orphan_threads);
 #ifndef UNDER_TSAN
 	tcase_add_test(tc, test_late_exit_slots);
+	tcase_add_test(tc, test_trim_takes_late_exit_caches);
 #endif
 	tcase_add_test(tc, test_four_threads_hit_rate);
 	tcase_add_test(tc, test_remote_free_returns_to_owner);
