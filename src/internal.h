@@ -207,6 +207,8 @@ SCRATCH_HIDDEN void scratch__segment_thread_reclaim(uint32_t index);
 SCRATCH_HIDDEN struct scratch__proc_counters *scratch__segment_proc(void);
 /* After fork, in the child: move to a segment file of its own. */
 SCRATCH_HIDDEN void scratch__segment_atfork_child(void);
+/* Before fork, under the pool's lock: snapshot the state the child starts from. */
+SCRATCH_HIDDEN void scratch__segment_prefork(void);
 
 /* ---------------------------------------------------------------------- */
 /* Growth traces (trace.c)                                                */

@@ -1332,6 +1332,7 @@ static void prefork(void)
 			sched_yield();
 	while (__atomic_load_n(&orphans_in_remote, __ATOMIC_SEQ_CST) != 0 && spins++ < 100000)
 		sched_yield();
+	scratch__segment_prefork();
 }
 
 static void postfork_parent(void)

@@ -34,6 +34,11 @@ static __thread uint32_t my_slot __attribute__((tls_model("initial-exec")));
 static struct {
 	struct scratch_seg_header *hdr; /* NULL: no segment */
 	size_t size;
+	/* Everything but the ring, as it was when a fork began (prefork, under
+	 * the pool's lock): the parent keeps writing the shared mapping after
+	 * fork returns, so the child starts from this copy. */
+	uint8_t *snap;
+	size_t snap_len;
 	bool keep;
 	char dir[PATH_MAX];
 	char path[PATH_MAX];
@@ -401,8 +406,26 @@ int scratch__segment_open(const struct scratch__conf *conf)
 	}
 	seg.size = size;
 	seg.keep = conf->keep_segment;
+	seg.snap_len = ((struct scratch_seg_header *)map)->ring_off;
+	seg.snap = scratch__os_map(seg.snap_len); /* NULL: forks copy the live file */
 	__atomic_store_n(&seg.hdr, (struct scratch_seg_header *)map, __ATOMIC_RELEASE);
 	return 0;
+}
+
+/* Before fork, under the pool's lock: the state the child starts from. */
+void scratch__segment_prefork(void)
+{
+	const uint64_t *from = (const void *)seg.hdr;
+	uint64_t *to = (void *)seg.snap; /* page aligned */
+
+	if (seg.hdr == NULL || seg.snap == NULL)
+		return;
+	/* Word by word: other threads' counters change under us, atomically,
+	 * and the copy reads them as such (any value a thread could see). */
+	for (size_t i = 0; i < seg.snap_len / 8; i++)
+		to[i] = __atomic_load_n(&from[i], __ATOMIC_RELAXED);
+	memcpy(seg.snap + seg.snap_len / 8 * 8, (const uint8_t *)seg.hdr + seg.snap_len / 8 * 8,
+	       seg.snap_len % 8);
 }
 
 /*
@@ -464,8 +487,8 @@ struct scratch__proc_counters *scratch__segment_proc(void)
  * a memfd. */
 static bool fork_remap(const struct scratch_seg_header *h, char *tmp)
 {
-	const uint8_t *src = (const uint8_t *)seg.hdr;
-	size_t done = 0;
+	const uint8_t *src = seg.snap != NULL ? seg.snap : (const uint8_t *)seg.hdr;
+	size_t len = seg.snap != NULL ? seg.snap_len : seg.size, done = 0;
 	int fd;
 
 	seg_names(seg.dir, getpid(), scratch__os_realtime_ns(), seg.path, tmp, PATH_MAX);
@@ -477,8 +500,8 @@ static bool fork_remap(const struct scratch_seg_header *h, char *tmp)
 		if (fd < 0 || ftruncate(fd, (off_t)seg.size) != 0)
 			goto out_close;
 	}
-	while (done < seg.size) {
-		ssize_t n = write(fd, src + done, seg.size - done);
+	while (done < len) {
+		ssize_t n = write(fd, src + done, len - done);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -513,9 +536,20 @@ void scratch__segment_atfork_child(void)
 	if (h == NULL)
 		return;
 	if (!fork_remap(h, tmp)) {
-		/* No file and no memfd (out of memory): the pools keep
-		 * their pointers into the parent's segment, but no new slot,
-		 * owner or trace record of the child's goes there. */
+		/* No file and no memfd (no descriptor left): the pools keep
+		 * pointers into the segment, so a private copy, which nobody
+		 * reads, is moved to the same address. The copy is made first:
+		 * without memory for it the mapping stays, and the child
+		 * writes into its parent's counters. */
+		void *p = scratch__os_map(seg.size);
+
+		if (p != NULL) {
+			memcpy(p, seg.snap != NULL ? seg.snap : (const void *)h,
+			       seg.snap != NULL ? seg.snap_len : seg.size);
+			if (mremap(p, seg.size, seg.size, MREMAP_MAYMOVE | MREMAP_FIXED,
+			           (void *)h) == MAP_FAILED)
+				scratch__os_unmap(p, seg.size);
+		}
 		seg.hdr = NULL;
 		return;
 	}
