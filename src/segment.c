@@ -442,12 +442,15 @@ struct scratch__counters *scratch__segment_thread_attach(uint32_t index, pid_t t
 	t = thread_slot(index);
 	__atomic_store_n(&t->state, SCRATCH_SEG_BUSY, __ATOMIC_RELAXED);
 	SCRATCH__FENCE_RELEASE();
-	memset(&t->c, 0, sizeof(t->c));
+	/* as an owner slot's reuse: inside a sequence count that only grows */
+	scratch__seq_begin(&t->c.seq);
+	memset((char *)&t->c + sizeof(t->c.seq), 0, sizeof(t->c) - sizeof(t->c.seq));
 	t->tid = (int32_t)tid;
 	t->generation++;
 	t->attach_ns = scratch__os_realtime_ns();
 	t->exit_ns = 0;
 	read_comm(tid, t->name, sizeof(t->name));
+	scratch__seq_end(&t->c.seq);
 	__atomic_store_n(&t->state, SCRATCH_SEG_LIVE, __ATOMIC_RELEASE);
 	my_slot = index + 1;
 	return &t->c;
@@ -606,7 +609,11 @@ uint32_t scratch__owner_register(enum scratch__owner_kind kind, const char *name
 	o = owner_claim();
 	if (o == NULL)
 		return 0;
-	memset(&o->c, 0, sizeof(o->c));
+	/* A reused slot changes inside its sequence count, which only ever
+	 * grows: a reader that copied part of the old owner sees the count
+	 * move and reads again (zeroing it could leave it where it was). */
+	scratch__seq_begin(&o->c.seq);
+	memset((char *)&o->c + sizeof(o->c.seq), 0, sizeof(o->c) - sizeof(o->c.seq));
 	memset(o->name, 0, sizeof(o->name));
 	while (name != NULL && name[n] != '\0' && n < sizeof(o->name) - 1) {
 		o->name[n] = name[n];
@@ -615,6 +622,7 @@ uint32_t scratch__owner_register(enum scratch__owner_kind kind, const char *name
 	o->kind = (uint32_t)kind;
 	o->generation++;
 	o->created_ns = scratch__os_realtime_ns();
+	scratch__seq_end(&o->c.seq);
 	__atomic_store_n(&o->state, SCRATCH_SEG_LIVE, __ATOMIC_RELEASE);
 	return o->id;
 }
