@@ -375,8 +375,46 @@ const struct scratch__conf *scratch__conf(void)
 /* Region: carving, the depot and empty lists (all under g.lock)           */
 /* ---------------------------------------------------------------------- */
 
-/* A new block of bin from the class's empty list or fresh address space;
- * 0 when the region is used up. Pages are fresh (zero) either way. */
+static uint64_t depot_trim(void);
+
+/*
+ * The region is used up for bin: take an idle block of a larger class in
+ * the same part (empty ones first; then the depot is emptied, which makes
+ * its blocks empty) and give it to bin, so sizes that change over a
+ * process's life do not end in ENOMEM while addresses sit idle. The rest
+ * of the block's span is unused while it serves bin. Under g.lock.
+ */
+SCRATCH_COLD static uint32_t reclass(unsigned bin)
+{
+	const bool large = g.cls_size[bin] >= HUGE_SIZE;
+	const unsigned top = g.cls_base + g.nbins - 1;
+	uint64_t cap = g.cls_size[bin];
+
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 1 && depot_trim() == 0)
+			break;
+		for (unsigned b = bin + 1; b <= top; b++) {
+			uint32_t id = g.empty_head[b];
+			struct blk *d;
+
+			if (id == 0 || (g.cls_size[b] >= HUGE_SIZE) != large)
+				continue;
+			d = &g.blk[id];
+			g.empty_head[b] = d->next;
+			d->cls = (uint8_t)bin;
+			if (large && g.conf.thp && (cap & (HUGE_SIZE - 1)) != 0)
+				scratch__os_hugepage(
+				        (void *)(blk_addr(d) + (cap & ~(HUGE_SIZE - 1))), HUGE_SIZE,
+				        false);
+			return id;
+		}
+	}
+	return 0;
+}
+
+/* A new block of bin from the class's empty list, fresh address space or
+ * (the region used up) a larger class's idle block; 0 when none is left.
+ * Pages are fresh (zero) in every case. */
 static uint32_t carve(unsigned bin)
 {
 	uint64_t cap = g.cls_size[bin];
@@ -389,12 +427,12 @@ static uint32_t carve(unsigned bin)
 		return id;
 	}
 	if (g.nblk > g.maxblk)
-		return 0;
+		return reclass(bin);
 	if (cap >= HUGE_SIZE) {
 		uint64_t span = (cap + HUGE_SIZE - 1) & ~(HUGE_SIZE - 1);
 
 		if (g.large_end - g.large_cur < span)
-			return 0;
+			return reclass(bin);
 		at = g.large_cur;
 		g.large_cur += span;
 		g.proc->region_used += span;
@@ -406,7 +444,7 @@ static uint32_t carve(unsigned bin)
 			                     span - (cap & ~(HUGE_SIZE - 1)), false);
 	} else {
 		if (g.small_end - g.small_cur < cap)
-			return 0;
+			return reclass(bin);
 		at = g.small_cur;
 		g.small_cur += cap;
 		g.proc->region_used += cap;
@@ -841,6 +879,11 @@ SCRATCH_COLD static void *acquire_slow(uint64_t size, bool *ret_fresh)
 		goto out_owned;
 	}
 	id = carve(bin);
+	if (id == 0 && tc->cached_bytes != 0) {
+		/* used up: our own idle blocks can serve too, through the depot */
+		tc_flush_locked(tc);
+		id = carve(bin);
+	}
 	pthread_mutex_unlock(&g.lock);
 	if (id == 0) {
 		errno = ENOMEM;

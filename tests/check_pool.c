@@ -1012,6 +1012,55 @@ START_TEST(test_huge_tail_small_pages)
 END_TEST
 #endif
 
+/* Addresses a class gave back serve other classes once the region is used
+ * up: a process whose sizes change does not end in ENOMEM with nothing
+ * held. A 1G reserve holds three 256M blocks; after they are freed and
+ * trimmed, 200M and 129M requests (other classes) still succeed. */
+START_TEST(test_exhausted_region_reclasses)
+{
+	void *big[3], *a, *b;
+	struct scratch_stats s;
+
+	conf_add("reserve:1G,max_size:256M");
+	for (int i = 0; i < 3; i++)
+		ck_assert_ptr_nonnull(big[i] = scratch_acquire(256 * MIB));
+	errno = 0;
+	ck_assert_ptr_null(scratch_acquire(200 * MIB)); /* used up */
+	ck_assert_int_eq(errno, ENOMEM);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(scratch_release(big[i]), 0);
+	scratch_trim();
+	a = scratch_acquire(200 * MIB);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_uint_ge(scratch_usable_size(a), 200 * MIB);
+	b = scratch_acquire(129 * MIB);
+	ck_assert_ptr_nonnull(b);
+	memset(b, 1, 4096);
+	ck_assert_int_eq(scratch_release(b), 0);
+	ck_assert_int_eq(scratch_release(a), 0);
+	s = total_stats();
+	ck_assert_uint_eq(s.leased, 0);
+}
+END_TEST
+
+/* The same without a trim: the freed blocks sit idle in the thread's cache
+ * and the depot, and still serve. */
+START_TEST(test_exhausted_region_uses_idle_blocks)
+{
+	void *big[3], *a;
+
+	conf_add("reserve:1G,max_size:256M");
+	for (int i = 0; i < 3; i++)
+		ck_assert_ptr_nonnull(big[i] = scratch_acquire(256 * MIB));
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(scratch_release(big[i]), 0);
+	a = scratch_acquire(150 * MIB);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_int_eq(scratch_release(a), 0);
+	ck_assert_uint_eq(total_stats().leased, 0);
+}
+END_TEST
+
 Suite *pool_suite(void)
 {
 	Suite *s = suite_create("pool");
@@ -1040,6 +1089,8 @@ Suite *pool_suite(void)
 #if !defined(__SANITIZE_ADDRESS__) && !defined(UNDER_TSAN)
 	tcase_add_test(tc, test_huge_tail_small_pages);
 #endif
+	tcase_add_test(tc, test_exhausted_region_reclasses);
+	tcase_add_test(tc, test_exhausted_region_uses_idle_blocks);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("threads");
