@@ -376,7 +376,10 @@ static void *realloc_pool_block(void *p, size_t cap, size_t n)
 		return p;
 	}
 	memcpy(q, p, n < cap ? n : cap);
-	scratch_release(p);
+	if (n > cap)
+		scratch__shim_release_cold(p);
+	else
+		scratch_release(p);
 	return q;
 }
 

@@ -458,6 +458,8 @@ static uint32_t carve(unsigned bin)
 	return id;
 }
 
+static void block_empty(uint32_t id);
+
 /* Put an idle block into the depot, or when the depot is full return its
  * pages to the OS and keep only the address. Drops g.lock around madvise. */
 static void depot_put(uint32_t id)
@@ -477,6 +479,18 @@ static void depot_put(uint32_t id)
 		proc_end();
 		return;
 	}
+	block_empty(id);
+}
+
+/* Give an idle block's pages back to the OS and keep its address for its
+ * class. Drops g.lock around madvise. */
+static void block_empty(uint32_t id)
+{
+	struct blk *d = &g.blk[id];
+	unsigned bin = d->cls;
+	uint64_t cap = g.cls_size[bin];
+
+	d->owner = 0;
 	d->state = BLK_EMPTY;
 	pthread_mutex_unlock(&g.lock);
 	scratch__os_decommit((void *)blk_addr(d), cap);
@@ -1190,6 +1204,32 @@ void scratch__shim_release(void *p)
 
 	if (likely(id != 0))
 		release_block(id);
+}
+
+/* A block that realloc outgrew: a growing buffer passes through class after
+ * class, and caching each block it leaves would hold several times the
+ * buffer in idle memory. Its pages go back now (its address stays with
+ * the class); another thread's block takes the usual way. */
+void scratch__shim_release_cold(void *p)
+{
+	uint32_t id = lent_at((uintptr_t)p - __atomic_load_n(&g.base, __ATOMIC_RELAXED));
+	struct tcache *tc = tls_tc;
+	uint64_t cap;
+	int saved = errno;
+
+	if (id == 0)
+		return;
+	if (!is_tc(tc) || g.blk[id].owner != tc->tag) {
+		release_block(id);
+		return;
+	}
+	cap = g.cls_size[g.blk[id].cls];
+	count_release(tc->c, cap);
+	count_retained(tc->c, -(int64_t)cap);
+	pthread_mutex_lock(&g.lock);
+	block_empty(id);
+	pthread_mutex_unlock(&g.lock);
+	errno = saved;
 }
 
 bool scratch_owns(const void *p)

@@ -31,4 +31,8 @@ SCRATCH_API void *scratch__shim_acquire(size_t size);
  * lend (a double or wild free) is ignored. errno is unchanged. */
 SCRATCH_API void scratch__shim_release(void *p);
 
+/* scratch__shim_release() for a block realloc outgrew: its pages go back to
+ * the OS at once instead of into the thread's cache. */
+SCRATCH_API void scratch__shim_release_cold(void *p);
+
 #endif

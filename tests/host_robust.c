@@ -752,6 +752,61 @@ static void test_count(void)
 		pthread_join(th[i], NULL);
 }
 
+static long status_kib(const char *key)
+{
+	char line[256];
+	long v = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, key, strlen(key)) == 0)
+			v = atol(line + strlen(key));
+	fclose(f);
+	return v;
+}
+
+/* A buffer grown by realloc a step at a time, as Python grows a bytearray,
+ * to 64 MiB: the contents survive every move, and the peak memory stays
+ * near the buffer's (the old and the new block while one is copied), not
+ * one left-over block per size class passed. */
+static void test_realloc_growth(void)
+{
+	const size_t last = (size_t)64 << 20;
+	long base = status_kib("VmRSS:"), peak;
+	size_t n = 1000, i;
+	unsigned char *p = malloc(n), *q;
+
+	EXPECT(p != NULL, "malloc");
+	for (i = 0; i < n; i++)
+		p[i] = (unsigned char)(i * 7);
+	while (p != NULL && n < last) {
+		size_t m = n + n / 8 + 64;
+
+		q = realloc(p, m);
+		EXPECT(q != NULL, "realloc");
+		if (q == NULL)
+			break;
+		p = q;
+		EXPECT(p[n / 2] == (unsigned char)((n / 2) * 7) &&
+		               p[n - 1] == (unsigned char)((n - 1) * 7),
+		       "contents kept");
+		for (i = n; i < m; i++)
+			p[i] = (unsigned char)(i * 7);
+		n = m;
+	}
+	peak = status_kib("VmHWM:");
+	EXPECT(base >= 0 && peak >= 0, "VmRSS and VmHWM in /proc/self/status");
+	if (peak - base > 3 * (long)(last >> 10)) {
+		fprintf(stderr,
+		        "realloc-growth: peak %ld KiB over a %ld KiB start for a %zu KiB buffer\n",
+		        peak, base, n >> 10);
+		failures++;
+	}
+	free(p);
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : "";
@@ -782,10 +837,13 @@ int main(int argc, char **argv)
 		test_region_full();
 	else if (!strcmp(cmd, "no-fds"))
 		test_no_fds();
+	else if (!strcmp(cmd, "realloc-growth"))
+		test_realloc_growth();
 	else {
 		fprintf(stderr, "usage: host_robust thread-exit|fork|exec|dlopen PLUGIN|"
 		                "deepbind-self PLUGIN|deepbind-cross "
-		                "PLUGIN|signals|threads256|oom|count|region-full|no-fds\n");
+		                "PLUGIN|signals|threads256|oom|count|region-full|no-fds|"
+		                "realloc-growth\n");
 		return 2;
 	}
 	if (failures)
