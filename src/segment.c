@@ -39,6 +39,10 @@ static struct {
 	 * fork returns, so the child starts from this copy. */
 	uint8_t *snap;
 	size_t snap_len;
+	/* the parts copied: the header, the process counters and the thread
+	 * slots up to the last one ever used; the owner table. The rest of
+	 * the copy (and of the child's new file) is zero. */
+	size_t snap_part[2][2];
 	bool keep;
 	char dir[PATH_MAX];
 	char path[PATH_MAX];
@@ -412,20 +416,49 @@ int scratch__segment_open(const struct scratch__conf *conf)
 	return 0;
 }
 
+static void copy_words(uint8_t *to, const uint8_t *from, size_t len)
+{
+	/* Word by word: other threads' counters change under us, atomically,
+	 * and the copy reads them as such (any value a thread could see). */
+	for (size_t i = 0; i < len / 8; i++)
+		((uint64_t *)(void *)to)[i] = __atomic_load_n(
+		        &((const uint64_t *)(const void *)from)[i], __ATOMIC_RELAXED);
+	memcpy(to + len / 8 * 8, from + len / 8 * 8, len % 8);
+}
+
 /* Before fork, under the pool's lock: the state the child starts from. */
 void scratch__segment_prefork(void)
 {
-	const uint64_t *from = (const void *)seg.hdr;
-	uint64_t *to = (void *)seg.snap; /* page aligned */
+	const struct scratch_seg_header *h = seg.hdr;
+	uint32_t used = 0;
 
-	if (seg.hdr == NULL || seg.snap == NULL)
+	if (h == NULL || seg.snap == NULL)
 		return;
-	/* Word by word: other threads' counters change under us, atomically,
-	 * and the copy reads them as such (any value a thread could see). */
-	for (size_t i = 0; i < seg.snap_len / 8; i++)
-		to[i] = __atomic_load_n(&from[i], __ATOMIC_RELAXED);
-	memcpy(seg.snap + seg.snap_len / 8 * 8, (const uint8_t *)seg.hdr + seg.snap_len / 8 * 8,
-	       seg.snap_len % 8);
+	for (uint32_t i = 0; i < h->thread_slots; i++)
+		if (__atomic_load_n(&thread_slot(i)->state, __ATOMIC_RELAXED) != SCRATCH_SEG_FREE)
+			used = i + 1;
+	seg.snap_part[0][0] = 0;
+	seg.snap_part[0][1] = h->threads_off + (size_t)used * h->thread_stride;
+	seg.snap_part[1][0] = h->owners_off;
+	seg.snap_part[1][1] = h->owners_off + (size_t)h->owner_slots * h->owner_stride;
+	for (int k = 0; k < 2; k++)
+		copy_words(seg.snap + seg.snap_part[k][0], (const uint8_t *)h + seg.snap_part[k][0],
+		           seg.snap_part[k][1] - seg.snap_part[k][0]);
+}
+
+/* Write [off, end) of src to fd at off. */
+static bool write_part(int fd, const uint8_t *src, size_t off, size_t end)
+{
+	while (off < end) {
+		ssize_t n = pwrite(fd, src + off, end - off, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		off += (size_t)n;
+	}
+	return true;
 }
 
 /*
@@ -490,8 +523,6 @@ struct scratch__proc_counters *scratch__segment_proc(void)
  * a memfd. */
 static bool fork_remap(const struct scratch_seg_header *h, char *tmp)
 {
-	const uint8_t *src = seg.snap != NULL ? seg.snap : (const uint8_t *)seg.hdr;
-	size_t len = seg.snap != NULL ? seg.snap_len : seg.size, done = 0;
 	int fd;
 
 	seg_names(seg.dir, getpid(), scratch__os_realtime_ns(), seg.path, tmp, PATH_MAX);
@@ -503,14 +534,12 @@ static bool fork_remap(const struct scratch_seg_header *h, char *tmp)
 		if (fd < 0 || ftruncate(fd, (off_t)seg.size) != 0)
 			goto out_close;
 	}
-	while (done < len) {
-		ssize_t n = write(fd, src + done, len - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			goto out_unlink;
-		done += (size_t)n;
+	if (seg.snap != NULL) {
+		for (int k = 0; k < 2; k++)
+			if (!write_part(fd, seg.snap, seg.snap_part[k][0], seg.snap_part[k][1]))
+				goto out_unlink;
+	} else if (!write_part(fd, (const uint8_t *)seg.hdr, 0, seg.size)) {
+		goto out_unlink;
 	}
 	if (scratch__os_map_file(fd, seg.size, true, (void *)h) == NULL)
 		goto out_unlink;
@@ -547,8 +576,12 @@ void scratch__segment_atfork_child(void)
 		void *p = scratch__os_map(seg.size);
 
 		if (p != NULL) {
-			memcpy(p, seg.snap != NULL ? seg.snap : (const void *)h,
-			       seg.snap != NULL ? seg.snap_len : seg.size);
+			if (seg.snap == NULL)
+				memcpy(p, h, seg.size);
+			for (int k = 0; seg.snap != NULL && k < 2; k++)
+				memcpy((uint8_t *)p + seg.snap_part[k][0],
+				       seg.snap + seg.snap_part[k][0],
+				       seg.snap_part[k][1] - seg.snap_part[k][0]);
 			if (mremap(p, seg.size, seg.size, MREMAP_MAYMOVE | MREMAP_FIXED,
 			           (void *)h) == MAP_FAILED)
 				scratch__os_unmap(p, seg.size);
@@ -561,7 +594,9 @@ void scratch__segment_atfork_child(void)
 	h->exited = 0;
 	h->exit_ns = 0;
 	h->ring_head = 0;
-	if (h->ring_slots > 0)
+	/* From the snapshot, the ring was never written: the new file holds
+	 * zeros there, and touching them would only fault the pages in. */
+	if (h->ring_slots > 0 && seg.snap == NULL)
 		memset(seg_at(h->ring_off), 0, (size_t)h->ring_slots * h->record_stride);
 	for (uint32_t i = 0; i < h->thread_slots; i++) {
 		struct scratch_seg_thread *t = thread_slot(i);
