@@ -218,6 +218,9 @@ SCRATCH_HIDDEN void scratch__segment_prefork(void);
  * for owner (0: the plain pool). Captures call-site frames. No lock, no
  * malloc; a recursive call (from inside the unwinder) records nothing. */
 SCRATCH_HIDDEN void scratch__trace_growth(pid_t tid, uint64_t bytes, uint32_t cls, uint32_t owner);
+/* Around fork (the pools' atfork handlers): no stack walk may be in flight. */
+SCRATCH_HIDDEN void scratch__trace_prefork(void);
+SCRATCH_HIDDEN void scratch__trace_postfork(bool child);
 
 /* The owner the calling thread is acquiring for (0: none); set by
  * workspaces and arenas around their pool calls so growths name them. */

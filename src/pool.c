@@ -1416,10 +1416,12 @@ static void prefork(void)
 	while (__atomic_load_n(&orphans_in_remote, __ATOMIC_SEQ_CST) != 0 && spins++ < 100000)
 		sched_yield();
 	scratch__segment_prefork();
+	scratch__trace_prefork();
 }
 
 static void postfork_parent(void)
 {
+	scratch__trace_postfork(false);
 	__atomic_store_n(&fork_gate, 0, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&g.lock);
 	pthread_mutex_unlock(&init_lock);
@@ -1435,6 +1437,7 @@ static void postfork_child(void)
 
 	/* The forking thread took both locks in prefork(), so it may release
 	 * them here; no other thread exists to hold them. */
+	scratch__trace_postfork(true);
 	__atomic_store_n(&fork_gate, 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&orphans_in_remote, 0, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&g.lock);

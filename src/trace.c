@@ -12,6 +12,8 @@
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "segment.h"
@@ -25,6 +27,18 @@
 static __thread int in_trace __attribute__((tls_model("initial-exec")));
 
 /*
+ * The unwinder takes a lock of its own (with every signal blocked), which a
+ * fork in another thread's walk would leave locked in the child for good:
+ * the child's first growth would hang where only SIGKILL reaches it. So a
+ * fork closes the gate and waits for the walks in flight (Dekker style, as
+ * the pools' remote frees): a walk that finds the gate closed records no
+ * frames. A child whose fork could not wait for a walk (the forking thread
+ * interrupted its own, from a signal handler) never walks again.
+ */
+static uint32_t walkers, fork_closed;
+static bool walk_off, fork_stuck;
+
+/*
  * Return addresses of the callers, innermost first, skipping this file's
  * own frame. An explicit unw_init_local/unw_step walk: unw_backtrace()
  * keeps a per-thread cache whose destructor crashed under TSan at thread
@@ -36,16 +50,41 @@ static uint32_t capture(uint64_t *frames, uint32_t max)
 	unw_cursor_t cur;
 	uint32_t n = 0;
 
-	if (max == 0 || unw_getcontext(&uc) != 0 || unw_init_local(&cur, &uc) != 0)
+	if (max == 0 || __atomic_load_n(&walk_off, __ATOMIC_RELAXED))
 		return 0;
-	while (n < max && unw_step(&cur) > 0) {
-		unw_word_t ip;
+	__atomic_add_fetch(&walkers, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&fork_closed, __ATOMIC_SEQ_CST) == 0 && unw_getcontext(&uc) == 0 &&
+	    unw_init_local(&cur, &uc) == 0) {
+		while (n < max && unw_step(&cur) > 0) {
+			unw_word_t ip;
 
-		if (unw_get_reg(&cur, UNW_REG_IP, &ip) != 0 || ip == 0)
-			break;
-		frames[n++] = (uint64_t)ip;
+			if (unw_get_reg(&cur, UNW_REG_IP, &ip) != 0 || ip == 0)
+				break;
+			frames[n++] = (uint64_t)ip;
+		}
 	}
+	__atomic_sub_fetch(&walkers, 1, __ATOMIC_SEQ_CST);
 	return n;
+}
+
+void scratch__trace_prefork(void)
+{
+	unsigned spins = 0;
+
+	__atomic_store_n(&fork_closed, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&walkers, __ATOMIC_SEQ_CST) != 0 && spins++ < 100000)
+		sched_yield();
+	fork_stuck = __atomic_load_n(&walkers, __ATOMIC_SEQ_CST) != 0;
+}
+
+void scratch__trace_postfork(bool child)
+{
+	if (child) {
+		__atomic_store_n(&walkers, 0, __ATOMIC_RELAXED);
+		if (fork_stuck)
+			__atomic_store_n(&walk_off, true, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&fork_closed, 0, __ATOMIC_SEQ_CST);
 }
 
 void scratch__trace_growth(pid_t tid, uint64_t bytes, uint32_t cls, uint32_t owner)

@@ -934,6 +934,54 @@ START_TEST(test_fork_counters_are_fork_time)
 }
 END_TEST
 
+/* Every acquire a growth (nothing is kept idle), so every one walks the
+ * stack for its trace record. */
+static void *walk_churn(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&churn_stop, __ATOMIC_RELAXED)) {
+		void *p = scratch_acquire(64 * KIB + 4096);
+
+		scratch_release(p);
+	}
+	return NULL;
+}
+
+/* Forks while other threads are inside the unwinder: a child must never
+ * inherit its lock held (it would hang in its first growth, with every
+ * signal blocked; Check's timeout would end the test). */
+START_TEST(test_fork_during_stack_walks)
+{
+	pthread_t t[2];
+	int bad = 0;
+
+	conf_add("cache_count:0,depot_bytes:0,trace:true");
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, walk_churn, NULL), 0);
+	for (int k = 0; k < 200; k++) {
+		pid_t pid = fork();
+		int status;
+
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			for (int i = 0; i < 20; i++) {
+				void *p = scratch_acquire(64 * KIB + 4096 * (size_t)i);
+
+				if (p == NULL || scratch_release(p) != 0)
+					_exit(1);
+			}
+			_exit(0);
+		}
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		bad += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+	}
+	__atomic_store_n(&churn_stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	ck_assert_int_eq(bad, 0);
+}
+END_TEST
+
 #if !defined(__SANITIZE_ADDRESS__) && !defined(UNDER_TSAN)
 /* A child that cannot get a descriptor for a segment of its own must not
  * write into its parent's: the parent's figures stay as they were. (Not
@@ -1109,6 +1157,7 @@ Suite *pool_suite(void)
 	tcase_add_test(tc, test_limits_under_stress);
 	tcase_add_test(tc, test_fork_child_uses_pool);
 	tcase_add_test(tc, test_fork_counters_are_fork_time);
+	tcase_add_test(tc, test_fork_during_stack_walks);
 #if !defined(__SANITIZE_ADDRESS__) && !defined(UNDER_TSAN)
 	tcase_add_test(tc, test_fork_without_fds_leaves_parent_alone);
 #endif
