@@ -109,6 +109,8 @@ SCRATCH_HIDDEN void scratch__os_decommit(void *p, size_t size);
 /* Ask for transparent huge pages on the range, or (on false) for none;
  * best effort. */
 SCRATCH_HIDDEN void scratch__os_hugepage(void *p, size_t size, bool on);
+/* Address space left under RLIMIT_AS (ulimit -v), or UINT64_MAX without a limit. */
+SCRATCH_HIDDEN uint64_t scratch__os_as_room(void);
 /* futex on a 32-bit word; wait returns 0 or -errno (EAGAIN, EINTR, ETIMEDOUT). */
 SCRATCH_HIDDEN int scratch__os_futex_wait(uint32_t *addr, uint32_t expected, long timeout_ns);
 SCRATCH_HIDDEN void scratch__os_futex_wake(uint32_t *addr, int count);

@@ -6,9 +6,11 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -152,4 +154,28 @@ uint64_t scratch__os_realtime_ns(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t scratch__os_as_room(void)
+{
+	struct rlimit rl;
+	char buf[64];
+	uint64_t pages = 0, used;
+	ssize_t n;
+	int fd, saved = errno;
+
+	if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) {
+		errno = saved;
+		return UINT64_MAX;
+	}
+	/* the size of the address space now: statm's first field, in pages */
+	fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++)
+		pages = pages * 10 + (uint64_t)(buf[i] - '0');
+	errno = saved;
+	used = pages * (uint64_t)sysconf(_SC_PAGESIZE);
+	return rl.rlim_cur > used ? rl.rlim_cur - used : 0;
 }

@@ -283,14 +283,28 @@ SCRATCH_COLD static void shrink_range(uint64_t size)
 
 static bool setup(void)
 {
-	uint64_t size, small_part, pages;
+	uint64_t size, small_part, pages, room;
 	unsigned top;
 
 	scratch__conf_defaults(&g.conf);
 	scratch__conf_parse(getenv("SCRATCH_CONF"), &g.conf, conf_warn, NULL);
 	if (!g.conf.enabled || sysconf(_SC_PAGESIZE) != (long)PAGE_SIZE)
 		return false;
-	size = reserve_region(g.conf.reserve);
+	size = g.conf.reserve;
+	room = scratch__os_as_room();
+	if (room != UINT64_MAX) {
+		/* Under ulimit -v the region takes at most a quarter of what is
+		 * left: the rest is the backend's, which serves every size the
+		 * pools do not. */
+		if (room / 4 < (UINT64_C(1) << 30)) {
+			scratch__warn("the address space limit (ulimit -v) leaves no room for the "
+			              "pools (1G at least): they are off");
+			return false;
+		}
+		if (size > room / 4)
+			size = room / 4;
+	}
+	size = reserve_region(size);
 	if (size == 0)
 		return false;
 	if (g.conf.max_size > size / 4)

@@ -807,6 +807,22 @@ static void test_realloc_growth(void)
 	free(p);
 }
 
+/* Run under ulimit -v: three 1.5 GiB blocks (never touched) that the limit
+ * allows the backend, so the pools' region must not have taken their
+ * room. Above max_size, they are the backend's anyway. */
+static void test_as_limit(void)
+{
+	void *p[3];
+	int got = 0;
+
+	for (int i = 0; i < 3; i++)
+		if ((p[i] = malloc((size_t)3 << 29)) != NULL)
+			got++;
+	printf("as-limit: %d of 3\n", got);
+	for (int i = 0; i < 3; i++)
+		free(p[i]);
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : "";
@@ -839,11 +855,13 @@ int main(int argc, char **argv)
 		test_no_fds();
 	else if (!strcmp(cmd, "realloc-growth"))
 		test_realloc_growth();
+	else if (!strcmp(cmd, "as-limit"))
+		test_as_limit();
 	else {
 		fprintf(stderr, "usage: host_robust thread-exit|fork|exec|dlopen PLUGIN|"
 		                "deepbind-self PLUGIN|deepbind-cross "
 		                "PLUGIN|signals|threads256|oom|count|region-full|no-fds|"
-		                "realloc-growth\n");
+		                "realloc-growth|as-limit\n");
 		return 2;
 	}
 	if (failures)
