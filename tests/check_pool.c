@@ -899,39 +899,51 @@ static void *churn(void *arg)
 	return NULL;
 }
 
-/* A child's counters are its parent's at the fork, not what the parent's
- * other threads wrote into the shared segment after it. Once the child
- * trims, nothing is idle (no caches, an empty depot), so it retains what
- * is lent, plus at most one block per other thread that was between its
- * two counter updates when the fork came (never less). */
-START_TEST(test_fork_counters_are_fork_time)
+/* Run busy (two threads) while forking forks times; each child runs
+ * child() and exits with its result. Returns how many children failed. */
+static int fork_under_load(void *(*busy)(void *), int forks, int (*child)(void))
 {
 	pthread_t t[2];
 	int bad = 0;
 
-	conf_add("cache_count:0");
-	scratch_release(scratch_acquire(MIB));
+	__atomic_store_n(&churn_stop, 0, __ATOMIC_RELAXED);
 	for (int i = 0; i < 2; i++)
-		ck_assert_int_eq(pthread_create(&t[i], NULL, churn, NULL), 0);
-	for (int k = 0; k < 60; k++) {
+		ck_assert_int_eq(pthread_create(&t[i], NULL, busy, NULL), 0);
+	for (int k = 0; k < forks; k++) {
 		pid_t pid = fork();
 		int status;
 
 		ck_assert_int_ge(pid, 0);
-		if (pid == 0) {
-			struct scratch_stats st;
-
-			scratch_trim();
-			_exit(scratch_stats_total(&st) != 0 || st.retained < st.leased ||
-			      st.retained - st.leased > 2 * MIB);
-		}
+		if (pid == 0)
+			_exit(child());
 		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 		bad += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
 	}
 	__atomic_store_n(&churn_stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < 2; i++)
 		pthread_join(t[i], NULL);
-	ck_assert_int_eq(bad, 0);
+	return bad;
+}
+
+/* A child's counters are its parent's at the fork, not what the parent's
+ * other threads wrote into the shared segment after it. Once the child
+ * trims, nothing is idle (no caches, an empty depot), so it retains what
+ * is lent, plus at most one block per other thread that was between its
+ * two counter updates when the fork came (never less). */
+static int child_trims_to_leased(void)
+{
+	struct scratch_stats st;
+
+	scratch_trim();
+	return scratch_stats_total(&st) != 0 || st.retained < st.leased ||
+	       st.retained - st.leased > 2 * MIB;
+}
+
+START_TEST(test_fork_counters_are_fork_time)
+{
+	conf_add("cache_count:0");
+	scratch_release(scratch_acquire(MIB));
+	ck_assert_int_eq(fork_under_load(churn, 60, child_trims_to_leased), 0);
 }
 END_TEST
 
@@ -948,38 +960,24 @@ static void *walk_churn(void *arg)
 	return NULL;
 }
 
+static int child_grows(void)
+{
+	for (int i = 0; i < 20; i++) {
+		void *p = scratch_acquire(64 * KIB + 4096 * (size_t)i);
+
+		if (p == NULL || scratch_release(p) != 0)
+			return 1;
+	}
+	return 0;
+}
+
 /* Forks while other threads are inside the unwinder: a child must never
  * inherit its lock held (it would hang in its first growth, with every
  * signal blocked; Check's timeout would end the test). */
 START_TEST(test_fork_during_stack_walks)
 {
-	pthread_t t[2];
-	int bad = 0;
-
 	conf_add("cache_count:0,depot_bytes:0,trace:true");
-	for (int i = 0; i < 2; i++)
-		ck_assert_int_eq(pthread_create(&t[i], NULL, walk_churn, NULL), 0);
-	for (int k = 0; k < 200; k++) {
-		pid_t pid = fork();
-		int status;
-
-		ck_assert_int_ge(pid, 0);
-		if (pid == 0) {
-			for (int i = 0; i < 20; i++) {
-				void *p = scratch_acquire(64 * KIB + 4096 * (size_t)i);
-
-				if (p == NULL || scratch_release(p) != 0)
-					_exit(1);
-			}
-			_exit(0);
-		}
-		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-		bad += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-	}
-	__atomic_store_n(&churn_stop, 1, __ATOMIC_RELAXED);
-	for (int i = 0; i < 2; i++)
-		pthread_join(t[i], NULL);
-	ck_assert_int_eq(bad, 0);
+	ck_assert_int_eq(fork_under_load(walk_churn, 200, child_grows), 0);
 }
 END_TEST
 
