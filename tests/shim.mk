@@ -4,7 +4,8 @@
 # pool totals at exit. All of them skip (77) under sanitizers.
 SHIM_HOST_CFLAGS = $(AM_CFLAGS) -fno-builtin
 check_PROGRAMS += tests/host_semantics tests/host_robust tests/host_stress tests/host_cxx \
-	tests/host_jelinked tests/host_omp tests/host_early
+	tests/host_jelinked tests/host_omp tests/host_early \
+	tests/host_fds tests/host_daemon tests/host_reopen
 
 tests_host_semantics_SOURCES = tests/host_semantics.c
 tests_host_semantics_CFLAGS = $(SHIM_HOST_CFLAGS)
@@ -23,6 +24,17 @@ tests_host_omp_LDFLAGS = $(OPENMP_CFLAGS)
 tests_host_early_SOURCES = tests/host_early.c tests/host_common.h tests/shimplug.h
 tests_host_early_CFLAGS = $(SHIM_HOST_CFLAGS)
 tests_host_early_LDADD = tests/libshimearly.la
+# The transparency hosts: what a host can see of the shim (descriptors,
+# files, offsets) while its threads make the pools grow.
+tests_host_fds_SOURCES = tests/host_fds.c tests/host_grow.h tests/host_common.h
+tests_host_fds_CFLAGS = $(SHIM_HOST_CFLAGS)
+tests_host_fds_LDADD = $(PTHREAD_LIBS)
+tests_host_daemon_SOURCES = tests/host_daemon.c tests/host_grow.h tests/host_common.h
+tests_host_daemon_CFLAGS = $(SHIM_HOST_CFLAGS)
+tests_host_daemon_LDADD = $(PTHREAD_LIBS)
+tests_host_reopen_SOURCES = tests/host_reopen.c tests/host_grow.h tests/host_common.h
+tests_host_reopen_CFLAGS = $(SHIM_HOST_CFLAGS)
+tests_host_reopen_LDADD = $(PTHREAD_LIBS)
 tests_host_cxx_SOURCES = tests/host_cxx.cc
 tests_host_cxx_CXXFLAGS = $(AM_CXXFLAGS) -fno-builtin
 tests_host_cxx_LDADD = $(PTHREAD_LIBS)
@@ -40,7 +52,7 @@ tests_libshimcheck_la_LIBADD = libscratch.la
 
 SHIM_TESTS = tests/shim_semantics.test tests/shim_robust.test tests/shim_stress.test \
 	tests/shim_cxx.test tests/shim_conf.test tests/shim_torch.test tests/shim_python.test \
-	tests/shim_sort.test tests/shim_gcc.test tests/shim_git.test
+	tests/shim_sort.test tests/shim_gcc.test tests/shim_git.test tests/shim_fds.test
 TESTS += $(SHIM_TESTS)
 EXTRA_DIST += $(SHIM_TESTS) tests/shim_common.sh tests/shim_torch.py tests/shim_threads.py \
 	tests/shim_subprocess.py
