@@ -6,7 +6,7 @@ libscratch_la_SOURCES = \
 	src/scratch.h src/internal.h src/shim.h \
 	src/os.c src/conf.c src/pool.c \
 	src/segment.h src/segment.c src/trace.c \
-	src/workers.h src/workers.c src/arena.c src/workspace.c
+	src/workers.h src/workers.c src/matvec.c src/arena.c src/workspace.c
 libscratch_la_CFLAGS = $(AM_CFLAGS) $(VISIBILITY_CFLAGS) -ftls-model=initial-exec
 libscratch_la_LIBADD = $(PTHREAD_LIBS)
 # -static-libgcc: the growth trace's unwinder (libgcc_eh.a) is linked in,
