@@ -21,6 +21,14 @@ bench_pool_CFLAGS = $(AM_CFLAGS) $(JEMALLOC_CFLAGS)
 bench_pool_LDADD = libscratch.la $(JEMALLOC_LIBS) $(PTHREAD_LIBS)
 BENCH_RUN += bench/pool
 
+# The growth trace's stack walk: libgcc against libunwind and frame pointers.
+noinst_PROGRAMS += bench/walk
+bench_walk_SOURCES = bench/walk.c
+bench_walk_CFLAGS = $(AM_CFLAGS) $(UNWIND_CFLAGS) -fomit-frame-pointer
+bench_walk_LDFLAGS = -rdynamic
+bench_walk_LDADD = $(UNWIND_LIBS) -ldl
+BENCH_RUN += bench/walk
+
 EXTRA_DIST += bench/run.sh
 
 bench: all

@@ -104,6 +104,15 @@ SCRATCH_HIDDEN void scratch__os_unmap(void *p, size_t size);
 /* Map size bytes of fd shared; read-only when !writable; at addr when addr
  * is not NULL (MAP_FIXED: replaces what is there). NULL on failure. */
 SCRATCH_HIDDEN void *scratch__os_map_file(int fd, size_t size, bool writable, void *addr);
+/* Move the mapping [from, from + size) to to, replacing what is there
+ * (mremap MREMAP_FIXED). 0 or -errno; on failure nothing moved. */
+SCRATCH_HIDDEN int scratch__os_move(void *from, void *to, size_t size);
+/* An anonymous file (memfd, close-on-exec) of size bytes: the fd, or -errno. */
+SCRATCH_HIDDEN int scratch__os_memfd(const char *name, size_t size);
+/* Directory entries of fd into buf as struct linux_dirent64 records
+ * (getdents64, which allocates nothing, unlike readdir): bytes read, 0 at
+ * the end, or -errno. */
+SCRATCH_HIDDEN long scratch__os_getdents(int fd, void *buf, size_t len);
 /* Give the pages back; the range stays mapped and reads as zero. */
 SCRATCH_HIDDEN void scratch__os_decommit(void *p, size_t size);
 /* Ask for transparent huge pages on the range, or (on false) for none;

@@ -6,10 +6,12 @@ libscratch_la_SOURCES = \
 	src/scratch.h src/internal.h src/shim.h \
 	src/os.c src/conf.c src/pool.c \
 	src/segment.h src/segment.c src/trace.c \
-	src/workers.h src/workers.c src/arena.c src/workspace.c
-libscratch_la_CFLAGS = $(AM_CFLAGS) $(VISIBILITY_CFLAGS) $(UNWIND_CFLAGS) -ftls-model=initial-exec
-libscratch_la_LIBADD = $(UNWIND_LIBS) $(PTHREAD_LIBS)
-libscratch_la_LDFLAGS = -version-info $(SCRATCH_LT_VERSION) -no-undefined \
+	src/workers.h src/workers.c src/matvec.c src/arena.c src/workspace.c
+libscratch_la_CFLAGS = $(AM_CFLAGS) $(VISIBILITY_CFLAGS) -ftls-model=initial-exec
+libscratch_la_LIBADD = $(PTHREAD_LIBS)
+# -static-libgcc: the growth trace's unwinder (libgcc_eh.a) is linked in,
+# hidden, so no host's unwinder (libunwind's _Unwind_Backtrace) replaces it.
+libscratch_la_LDFLAGS = -version-info $(SCRATCH_LT_VERSION) -no-undefined -static-libgcc \
 	-Wl,--version-script=$(srcdir)/src/libscratch.map -Wl,-z,nodelete
 EXTRA_libscratch_la_DEPENDENCIES = $(srcdir)/src/libscratch.map
 EXTRA_DIST += src/libscratch.map

@@ -1,6 +1,7 @@
 /*
- * os.c - the one place that talks to the kernel about memory, futexes and
- * CPUs (musl's glue.h idea). Everything else in libscratch is portable C
+ * os.c - the one place that talks to the kernel about memory, futexes,
+ * CPUs and the few raw file calls libc would wrap with an allocation
+ * (musl's glue.h idea). Everything else in libscratch is portable C
  * over these functions. Nothing here allocates.
  */
 #include "config.h"
@@ -60,6 +61,35 @@ void *scratch__os_map_file(int fd, size_t size, bool writable, void *addr)
 	void *p = mmap(addr, size, prot, flags, fd, 0);
 
 	return p == MAP_FAILED ? NULL : p;
+}
+
+int scratch__os_move(void *from, void *to, size_t size)
+{
+	if (mremap(from, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, to) == MAP_FAILED)
+		return -errno;
+	return 0;
+}
+
+int scratch__os_memfd(const char *name, size_t size)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC);
+	int err;
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)size) != 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+long scratch__os_getdents(int fd, void *buf, size_t len)
+{
+	long n = syscall(SYS_getdents64, fd, buf, len);
+
+	return n < 0 ? -errno : n;
 }
 
 void scratch__os_decommit(void *p, size_t size)

@@ -20,7 +20,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "segment.h"
@@ -339,7 +338,7 @@ static void sweep_stale(const char *dir)
 
 	if (fd < 0)
 		return;
-	while ((n = syscall(SYS_getdents64, fd, u.buf, sizeof(u.buf))) > 0) {
+	while ((n = scratch__os_getdents(fd, u.buf, sizeof(u.buf))) > 0) {
 		for (long off = 0; off < n;) {
 			/* struct linux_dirent64: ino, off, reclen, type, name */
 			unsigned short reclen;
@@ -530,9 +529,9 @@ static bool fork_remap(const struct scratch_seg_header *h, char *tmp)
 	if (fd < 0) {
 		seg.path[0] = '\0';
 		tmp[0] = '\0';
-		fd = memfd_create("scratch-segment", MFD_CLOEXEC);
-		if (fd < 0 || ftruncate(fd, (off_t)seg.size) != 0)
-			goto out_close;
+		fd = scratch__os_memfd("scratch-segment", seg.size);
+		if (fd < 0)
+			return false;
 	}
 	if (seg.snap != NULL) {
 		for (int k = 0; k < 2; k++)
@@ -548,9 +547,7 @@ static bool fork_remap(const struct scratch_seg_header *h, char *tmp)
 out_unlink:
 	if (tmp[0] != '\0')
 		unlink(tmp);
-out_close:
-	if (fd >= 0)
-		close(fd);
+	close(fd);
 	return false;
 }
 
@@ -582,8 +579,7 @@ void scratch__segment_atfork_child(void)
 				memcpy((uint8_t *)p + seg.snap_part[k][0],
 				       seg.snap + seg.snap_part[k][0],
 				       seg.snap_part[k][1] - seg.snap_part[k][0]);
-			if (mremap(p, seg.size, seg.size, MREMAP_MAYMOVE | MREMAP_FIXED,
-			           (void *)h) == MAP_FAILED)
+			if (scratch__os_move(p, (void *)h, seg.size) != 0)
 				scratch__os_unmap(p, seg.size);
 		}
 		seg.hdr = NULL;

@@ -7,14 +7,23 @@
  * that slot until the ring wraps past it; the seq / seq_end / check
  * protocol of segment.h lets a reader tell complete records from torn or
  * overwritten ones.
+ *
+ * The walk. Call sites come from libgcc's DWARF unwinder (_Unwind_Backtrace
+ * over .eh_frame, found through glibc's lock-free _dl_find_object), linked
+ * statically and hidden into this library (libgcc_eh.a), so the host can
+ * neither interpose it nor share its state. It opens no file descriptor and
+ * never calls malloc. libunwind, used before, keeps a pipe open for good to
+ * check that addresses are readable, and a host that closes and reuses
+ * those numbers has its own files read, written and closed by it. A
+ * frame-pointer walk costs nothing but stops at the first frame of
+ * Debian's libraries, built without frame pointers. Figures: README.
  */
 #include "config.h"
 
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <string.h>
+#include <unwind.h>
 
 #include "segment.h"
 
@@ -27,9 +36,10 @@
 static __thread int in_trace __attribute__((tls_model("initial-exec")));
 
 /*
- * The unwinder takes a lock of its own (with every signal blocked), which a
- * fork in another thread's walk would leave locked in the child for good:
- * the child's first growth would hang where only SIGKILL reaches it. So a
+ * The unwinder initialises its register table once (pthread_once) and, for
+ * frames registered at run time, takes a mutex: a fork in another thread's
+ * walk would leave either held in the child for good, and the child's first
+ * growth would hang. So a
  * fork closes the gate and waits for the walks in flight (Dekker style, as
  * the pools' remote frees): a walk that finds the gate closed records no
  * frames. A child whose fork could not wait for a walk (the forking thread
@@ -38,33 +48,42 @@ static __thread int in_trace __attribute__((tls_model("initial-exec")));
 static uint32_t walkers, fork_closed;
 static bool walk_off, fork_stuck;
 
+struct walk {
+	uint64_t *frames;
+	uint32_t n, max;
+	bool skipped; /* the first context is capture()'s own frame */
+};
+
+static _Unwind_Reason_Code walk_frame(struct _Unwind_Context *ctx, void *arg)
+{
+	struct walk *w = arg;
+	uintptr_t ip = _Unwind_GetIP(ctx);
+
+	if (ip == 0)
+		return _URC_END_OF_STACK;
+	if (!w->skipped) {
+		w->skipped = true;
+		return _URC_NO_REASON;
+	}
+	w->frames[w->n++] = (uint64_t)ip;
+	return w->n < w->max ? _URC_NO_REASON : _URC_END_OF_STACK;
+}
+
 /*
  * Return addresses of the callers, innermost first, skipping this file's
- * own frame. An explicit unw_init_local/unw_step walk: unw_backtrace()
- * keeps a per-thread cache whose destructor crashed under TSan at thread
- * exit.
+ * own frame. Not inlined, so that the frame skipped is always this one.
  */
-static uint32_t capture(uint64_t *frames, uint32_t max)
+__attribute__((noinline)) static uint32_t capture(uint64_t *frames, uint32_t max)
 {
-	unw_context_t uc;
-	unw_cursor_t cur;
-	uint32_t n = 0;
+	struct walk w = {.frames = frames, .max = max};
 
 	if (max == 0 || __atomic_load_n(&walk_off, __ATOMIC_RELAXED))
 		return 0;
 	__atomic_add_fetch(&walkers, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&fork_closed, __ATOMIC_SEQ_CST) == 0 && unw_getcontext(&uc) == 0 &&
-	    unw_init_local(&cur, &uc) == 0) {
-		while (n < max && unw_step(&cur) > 0) {
-			unw_word_t ip;
-
-			if (unw_get_reg(&cur, UNW_REG_IP, &ip) != 0 || ip == 0)
-				break;
-			frames[n++] = (uint64_t)ip;
-		}
-	}
+	if (__atomic_load_n(&fork_closed, __ATOMIC_SEQ_CST) == 0)
+		_Unwind_Backtrace(walk_frame, &w);
 	__atomic_sub_fetch(&walkers, 1, __ATOMIC_SEQ_CST);
-	return n;
+	return w.n;
 }
 
 void scratch__trace_prefork(void)

@@ -6,17 +6,21 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "scratch.h"
+#include "segment.h"
 #include "suites.h"
 
 #define KIB ((size_t)1 << 10)
@@ -981,6 +985,107 @@ START_TEST(test_fork_during_stack_walks)
 }
 END_TEST
 
+/* "fd -> target" of every open descriptor but the listing's own, sorted
+ * by number as the kernel lists them, into buf. */
+static void list_fds(char *buf, size_t len)
+{
+	char path[64], target[256];
+	size_t pos = 0;
+
+	buf[0] = '\0';
+	for (int fd = 0; fd < 1024; fd++) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, target, sizeof(target) - 1);
+		if (n < 0)
+			continue;
+		target[n] = '\0';
+		pos += (size_t)snprintf(buf + pos, len - pos, "%d->%s\n", fd, target);
+		ck_assert_uint_lt(pos, len);
+	}
+}
+
+/* Growths that walk the stack, five frames below the test. */
+__attribute__((noinline)) static void grow_traced(int depth)
+{
+	if (depth > 0) {
+		grow_traced(depth - 1);
+		__asm__ volatile("");
+		return;
+	}
+	for (int i = 0; i < 8; i++) {
+		void *p = scratch_acquire(64 * KIB + 4096 * (size_t)i);
+
+		ck_assert_ptr_nonnull(p);
+		memset(p, 0x5a, 4096);
+		ck_assert_int_eq(scratch_release(p), 0);
+	}
+}
+
+/* This process's segment header and its first trace record, read from the
+ * one file in dir. */
+static void read_segment(const char *dir, struct scratch_seg_header *h,
+                         struct scratch_seg_record *r)
+{
+	char path[PATH_MAX];
+	struct dirent *e;
+	DIR *d = opendir(dir);
+	int fd = -1;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)) != NULL)
+		if (strstr(e->d_name, SCRATCH_SEG_SUFFIX) != NULL) {
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+		}
+	closedir(d);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, h, sizeof(*h), 0), (ssize_t)sizeof(*h));
+	ck_assert_int_eq(pread(fd, r, sizeof(*r), (off_t)h->ring_off), (ssize_t)sizeof(*r));
+	close(fd);
+}
+
+/* A growth trace walks the stack with no descriptor of its own, and never
+ * uses one of the host's: the walk's unwinder used to open a pipe on the
+ * first growth and keep its numbers for good, so a host that closed and
+ * reopened them had its files written to and read from. Here the host's
+ * two files sit at the lowest free numbers before, between and after the
+ * traced growths; their descriptors, contents and offsets must not move,
+ * and the growths must have been recorded with their frames. */
+START_TEST(test_trace_walk_uses_no_descriptors)
+{
+	char dir[] = "/tmp/check_pool.XXXXXX", before[4096], after[4096], buf[8];
+	struct scratch_seg_header h;
+	struct scratch_seg_record r;
+	int a, b;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	setenv("SCRATCH_RUNTIME_DIR", dir, 1);
+	conf_add("cache_count:0,depot_bytes:0,stats:true,trace:true,trace_frames:8");
+	for (int round = 0; round < 2; round++) {
+		a = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		b = memfd_create("host", MFD_CLOEXEC);
+		ck_assert_int_ge(b, 0);
+		ck_assert_int_eq(write(b, "host", 4), 4);
+		list_fds(before, sizeof(before));
+		grow_traced(5);
+		list_fds(after, sizeof(after));
+		ck_assert_str_eq(after, before);
+		ck_assert_int_eq(lseek(b, 0, SEEK_CUR), 4);
+		ck_assert_int_eq(pread(b, buf, sizeof(buf), 0), 4);
+		ck_assert_int_eq(memcmp(buf, "host", 4), 0);
+		/* the numbers are free again for the next round to reuse */
+		close(a);
+		close(b);
+	}
+	read_segment(dir, &h, &r);
+	ck_assert_uint_ge(h.ring_head, 16);
+	ck_assert_uint_eq(r.seq, 1);
+	ck_assert_uint_ge(r.nframes, 6);
+}
+END_TEST
+
 #if !defined(__SANITIZE_ADDRESS__) && !defined(UNDER_TSAN)
 /* A child that cannot get a descriptor for a segment of its own must not
  * write into its parent's: the parent's figures stay as they were. (Not
@@ -1157,6 +1262,7 @@ Suite *pool_suite(void)
 	tcase_add_test(tc, test_fork_child_uses_pool);
 	tcase_add_test(tc, test_fork_counters_are_fork_time);
 	tcase_add_test(tc, test_fork_during_stack_walks);
+	tcase_add_test(tc, test_trace_walk_uses_no_descriptors);
 #if !defined(__SANITIZE_ADDRESS__) && !defined(UNDER_TSAN)
 	tcase_add_test(tc, test_fork_without_fds_leaves_parent_alone);
 #endif
