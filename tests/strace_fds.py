@@ -20,13 +20,14 @@ import collections
 import re
 import sys
 
-MARK = '"host_fds: '
+MARK = "host_fds: "
 # Descriptor-taking calls a piece may make, and which argument is the fd.
 CALLS = {"read": 0, "pread64": 0, "write": 0, "pwrite64": 0, "close": 0,
          "newfstatat": 0, "fstat": 0, "ftruncate": 0, "getdents64": 0,
          "unlinkat": 0, "openat": 0, "open": None, "mmap": 4, "memfd_create": None}
-# Files a piece may open: the loader's, libscratch's (/proc and the run
-# directory, checked apart), glibc's sysconf, jemalloc's start-up reads.
+# Files a piece may open by name: the loader's, libscratch's procfs reads
+# (the run directory is checked apart), glibc's sysconf(_SC_NPROCESSORS_*)
+# that os.c calls, jemalloc's start-up reads.
 PATHS = [r"/etc/ld\.so\.cache", r".*\.so(\.[0-9.]+)?",
          r"/proc/self/(stat|cmdline|statm)", r"/proc/self/task/[0-9]+/comm",
          r"/sys/devices/system/cpu/(online|possible)",
@@ -92,23 +93,26 @@ class Checker:
     def fail(self, pid, why, call):
         self.bad.append("%s: %s: %s" % (pid, why, call[:160]))
 
-    def path_kind(self, dirfd_what, path, flags):
-        """The documented kind of an open, or None."""
-        if dirfd_what == "run directory":
-            if re.fullmatch(r"\.?[0-9]+-[0-9]+\.(seg|tmp)", path):
-                return "run directory: a stale file read (sweep)"
+    def path_kind(self, dirfd, path, flags):
+        """(kind of call, name of the descriptor) of a documented open, or
+        None. dirfd: the name of the directory descriptor it is relative to."""
+        run = re.escape(self.run_dir)
+        if dirfd is not None:
+            if dirfd == "the run directory" and re.fullmatch(r"\.?[0-9]+-[0-9]+\.(seg|tmp)", path):
+                return "openat a stale file (sweep)", "a stale file"
             return None
         if path == self.run_dir and "O_DIRECTORY" in flags:
-            return "run directory: opened for the sweep"
-        if re.fullmatch(re.escape(self.run_dir) + r"/\.[0-9]+-[0-9]+\.tmp", path):
-            if "O_CREAT" in flags and "O_EXCL" in flags and "O_NOFOLLOW" in flags:
-                return "run directory: new segment (O_EXCL .tmp)"
+            return "open the run directory (sweep)", "the run directory"
+        if re.fullmatch(run + r"/\.[0-9]+-[0-9]+\.tmp", path):
+            if all(f in flags for f in ("O_CREAT", "O_EXCL", "O_NOFOLLOW")):
+                return "open a new segment .tmp (O_EXCL)", "the new segment"
             return None
         for p in PATHS:
             if re.fullmatch(p, path):
                 if ".so" in path:
-                    return "open a library or ld.so.cache (the loader)"
-                return "open " + re.sub(r"/[0-9]+/", "/TID/", path)
+                    return "open a library or ld.so.cache (the loader)", "a library"
+                path = re.sub(r"/[0-9]+/", "/TID/", path)
+                return "open " + path, path
         return None
 
     def end_piece(self, pid):
@@ -117,9 +121,9 @@ class Checker:
 
     def call(self, pid, name, args, ret):
         text = "%s(%s) = %s" % (name, args, ret)
-        if name == "write" and args.startswith("-1, " + MARK):
+        if name == "write" and args.startswith('-1, "' + MARK):
             self.end_piece(pid)
-            self.marks[pid].append(args.split('"')[1][len(MARK) - 1:])
+            self.marks[pid].append(args.split('"')[1][len(MARK):])
             return
         if name == "write" and args.startswith('2, "scratch: '):
             self.kinds["write a message to stderr"] += 1
@@ -145,18 +149,20 @@ class Checker:
 
     def opened(self, pid, name, a, ret, fds, text):
         if name == "memfd_create":
-            kind = "memfd (segment fallback)" if a[0] == '"scratch-segment"' else None
+            what = None
+            if a[0] == '"scratch-segment"':
+                what = "memfd_create a segment (no run directory)", "the segment memfd"
         elif name == "open":
-            kind = self.path_kind(None, a[0].strip('"'), a[1])
+            what = self.path_kind(None, a[0].strip('"'), a[1])
         else:
-            where = fds.get(a[0]) if a[0] != "AT_FDCWD" else None
-            kind = self.path_kind(where, a[1].strip('"'), a[2])
-        if kind is None:
+            dirfd = fds.get(a[0]) if a[0] != "AT_FDCWD" else None
+            what = self.path_kind(dirfd, a[1].strip('"'), a[2])
+        if what is None:
             self.fail(pid, "opens an undocumented file", text)
             return
-        self.kinds[kind] += 1
-        if ret.lstrip("-").isdigit() and int(ret) >= 0:
-            fds[ret] = "run directory" if "for the sweep" in kind else kind.split(": ")[-1]
+        self.kinds[what[0]] += 1
+        if ret.isdigit():
+            fds[ret] = what[1]
 
 
 def main():
