@@ -2,7 +2,7 @@
 # for the shim, the daemon and the CLI. Each part keeps its test rules in a
 # fragment of its own, included at the end.
 check_PROGRAMS += tests/check_scratch
-tests_check_scratch_SOURCES = tests/check_main.c tests/suites.h \
+tests_check_scratch_SOURCES = tests/check_scratch.c tests/suites.h \
 	tests/check_conf.c tests/check_pool.c \
 	tests/check_workers.c tests/check_arena.c tests/check_workspace.c
 tests_check_scratch_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
@@ -17,4 +17,3 @@ DISTCLEANFILES += tests/env.sh
 
 include $(srcdir)/tests/shim.mk
 include $(srcdir)/tests/stats.mk
-include $(srcdir)/tests/workers.mk
