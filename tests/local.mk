@@ -17,3 +17,12 @@ DISTCLEANFILES += tests/env.sh
 
 include $(srcdir)/tests/shim.mk
 include $(srcdir)/tests/stats.mk
+
+# Locality tests in a two-node NUMA guest (QEMU, TCG): tests/guest.sh boots
+# it, every locality case of a script runs in one boot.
+check_PROGRAMS += tests/host_numa
+tests_host_numa_SOURCES = tests/host_numa.c
+tests_host_numa_CFLAGS = $(AM_CFLAGS) -fno-builtin
+tests_host_numa_LDADD = $(PTHREAD_LIBS)
+TESTS += tests/guest_numa.test
+EXTRA_DIST += tests/guest_numa.test tests/guest.sh
