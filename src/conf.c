@@ -49,6 +49,7 @@ static const struct conf_key keys[] = {
         KEY(max_threads, CONF_COUNT, 1, 65535, false),
         KEY(keep_segment, CONF_BOOL, 0, 1, false),
         KEY(inherit, CONF_BOOL, 0, 1, false),
+        KEY(verbose, CONF_BOOL, 0, 1, false),
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -71,6 +72,7 @@ void scratch__conf_defaults(struct scratch__conf *conf)
 	        .max_threads = 1024,
 	        .keep_segment = false,
 	        .inherit = true,
+	        .verbose = false,
 	};
 }
 
@@ -130,6 +132,12 @@ void scratch__warn(const char *msg)
 		/* nothing sensible is left to do */
 	}
 	errno = saved;
+}
+
+void scratch__env_warn(const struct scratch__conf *conf, const char *msg)
+{
+	if (conf != NULL && conf->verbose)
+		scratch__warn(msg);
 }
 
 /* ---------------------------------------------------------------------- */

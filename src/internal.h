@@ -43,6 +43,7 @@ struct scratch__conf {
 	uint64_t max_threads;  /* thread slots (threads beyond share a slow path) */
 	bool keep_segment;     /* keep the segment file after exit */
 	bool inherit;          /* children keep LD_PRELOAD of the shim */
+	bool verbose;          /* print conditions of the environment too */
 };
 
 /* The defaults, as documented in libscratch(3). */
@@ -78,8 +79,16 @@ SCRATCH_HIDDEN const struct scratch__conf *scratch__conf(void);
 /* Diagnostics without malloc or stdio (conf.c)                           */
 /* ---------------------------------------------------------------------- */
 
-/* Write "scratch: <msg>\n" to stderr with one write(2); never allocates. */
+/* Write "scratch: <msg>\n" to stderr with one write(2); never allocates.
+ * For what the user did (a bad SCRATCH_CONF entry, a bad SCRATCH_THREADS):
+ * the user can fix it, so it is always said. */
 SCRATCH_HIDDEN void scratch__warn(const char *msg);
+/* The same for a condition of the environment the host runs in (an
+ * address-space limit, a run directory that belongs to someone else, a
+ * full tmpfs): printed only under verbose:true, since the host's stderr is
+ * not ours to write on for what its user did not cause. What it says is
+ * recorded in the stats segment where there is one. */
+SCRATCH_HIDDEN void scratch__env_warn(const struct scratch__conf *conf, const char *msg);
 
 /* Tiny formatter: appends to buf at *pos, never past len-1, NUL-terminates. */
 SCRATCH_HIDDEN void scratch__fmt_str(char *buf, size_t len, size_t *pos, const char *s);
@@ -202,9 +211,12 @@ SCRATCH_HIDDEN void scratch__counters_read(const struct scratch__counters *c,
 /* ---------------------------------------------------------------------- */
 
 /* Open this process's segment per conf (stats:true). Called once by
- * scratch__init() under the init lock. Failure leaves stats off; it never
- * prints except through scratch__warn for a refused run directory. */
-SCRATCH_HIDDEN int scratch__segment_open(const struct scratch__conf *conf);
+ * scratch__init() under the init lock, with pools_off the reason the pools
+ * are off (enum scratch_seg_pools_off in segment.h, 0 when they run) and
+ * lowered when max_size had to come down to fit the region. Failure leaves
+ * stats off, and says so only under verbose:true (scratch__env_warn). */
+SCRATCH_HIDDEN int scratch__segment_open(const struct scratch__conf *conf, uint32_t pools_off,
+                                         bool lowered);
 /* The counter block for thread slot index, or NULL when there is no
  * segment or index is beyond the table. Marks the slot live with tid. */
 SCRATCH_HIDDEN struct scratch__counters *scratch__segment_thread_attach(uint32_t index, pid_t tid);

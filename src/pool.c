@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "segment.h" /* the reasons the pools may be off */
 #include "shim.h"
 
 #define PAGE_SHIFT 12
@@ -264,7 +265,8 @@ static uint64_t reserve_region(uint64_t want)
 }
 
 /* The kernel granted less than reserve: the largest block must still fit
- * the region as the range rules require (max_size <= reserve/4). */
+ * the region as the range rules require (max_size <= reserve/4). The
+ * segment records it (SCRATCH_SEG_F_LOWERED); verbose:true says it. */
 SCRATCH_COLD static void shrink_range(uint64_t size)
 {
 	char line[160];
@@ -278,37 +280,60 @@ SCRATCH_COLD static void shrink_range(uint64_t size)
 	scratch__fmt_str(line, sizeof(line), &pos,
 	                 " of address space could be reserved, using max_size ");
 	scratch__fmt_size(line, sizeof(line), &pos, g.conf.max_size);
-	scratch__warn(line);
+	scratch__env_warn(&g.conf, line);
 }
 
-static bool setup(void)
+/* Pools off for reason (an environmental one): said only under
+ * verbose:true, recorded in the segment by the caller. Returns reason. */
+SCRATCH_COLD static uint32_t pools_off(uint32_t reason, const char *why)
 {
-	uint64_t size, small_part, pages, room;
-	unsigned top;
+	scratch__env_warn(&g.conf, why);
+	return reason;
+}
 
-	scratch__conf_defaults(&g.conf);
-	scratch__conf_parse(getenv("SCRATCH_CONF"), &g.conf, conf_warn, NULL);
-	if (!g.conf.enabled || sysconf(_SC_PAGESIZE) != (long)PAGE_SIZE)
-		return false;
-	size = g.conf.reserve;
+/*
+ * Reserve the region within what the environment allows. Returns 0 with
+ * its size in *ret_size (max_size lowered to fit it when *ret_lowered), or
+ * why the pools cannot run here (enum scratch_seg_pools_off).
+ */
+static uint32_t region_setup(uint64_t *ret_size, bool *ret_lowered)
+{
+	uint64_t size = g.conf.reserve, room;
+
+	if (sysconf(_SC_PAGESIZE) != (long)PAGE_SIZE)
+		return pools_off(SCRATCH_SEG_OFF_PAGE_SIZE,
+		                 "the page size is not 4K: the pools are off");
 	room = scratch__os_as_room();
 	if (room != UINT64_MAX) {
 		/* Under ulimit -v the region takes at most a quarter of what is
 		 * left: the rest is the backend's, which serves every size the
 		 * pools do not. */
-		if (room / 4 < (UINT64_C(1) << 30)) {
-			scratch__warn("the address space limit (ulimit -v) leaves no room for the "
-			              "pools (1G at least): they are off");
-			return false;
-		}
+		if (room / 4 < (UINT64_C(1) << 30))
+			return pools_off(SCRATCH_SEG_OFF_AS_LIMIT,
+			                 "the address space limit (ulimit -v) leaves no room for "
+			                 "the pools (1G at least): they are off");
 		if (size > room / 4)
 			size = room / 4;
 	}
 	size = reserve_region(size);
 	if (size == 0)
-		return false;
-	if (g.conf.max_size > size / 4)
+		return pools_off(SCRATCH_SEG_OFF_RESERVE,
+		                 "not even 1G of address space could be reserved: the pools are "
+		                 "off");
+	*ret_lowered = g.conf.max_size > size / 4;
+	if (*ret_lowered)
 		shrink_range(size);
+	*ret_size = size;
+	return SCRATCH_SEG_POOLS_ON;
+}
+
+/* The class table, the region's two parts and the metadata maps for a
+ * region of size bytes. False when there is no memory for the maps. */
+static bool tables_setup(uint64_t size)
+{
+	uint64_t small_part, pages;
+	unsigned top;
+
 	g.cls_base = class_index(g.conf.min_size);
 	top = class_index(g.conf.max_size);
 	if (top >= NBINS)
@@ -332,14 +357,42 @@ static bool setup(void)
 	g.blk = scratch__os_map(((uint64_t)g.maxblk + 1) * sizeof(struct blk));
 	g.ntcs = (uint32_t)g.conf.max_threads;
 	g.tcs = scratch__os_map((uint64_t)g.ntcs * sizeof(struct tcache));
-	if (g.starttab == NULL || g.blk == NULL || g.tcs == NULL)
+	return g.starttab != NULL && g.blk != NULL && g.tcs != NULL;
+}
+
+/*
+ * Parse the configuration and set the pools up; false leaves them off.
+ * A bad SCRATCH_CONF entry is the user's doing and always printed; what
+ * the environment imposes is printed only under verbose:true, and when
+ * stats are on it is recorded in the segment, which a process whose pools
+ * are off for such a reason still gets (enabled:false gets none).
+ */
+static bool setup(void)
+{
+	uint64_t size = 0;
+	bool lowered = false;
+	uint32_t off;
+
+	scratch__conf_defaults(&g.conf);
+	scratch__conf_parse(getenv("SCRATCH_CONF"), &g.conf, conf_warn, NULL);
+	if (!g.conf.enabled)
 		return false;
+	off = region_setup(&size, &lowered);
+	if (off == SCRATCH_SEG_POOLS_ON && !tables_setup(size))
+		off = pools_off(SCRATCH_SEG_OFF_NOMEM,
+		                "no memory for the pools' tables: the pools are off");
+	if (off != SCRATCH_SEG_POOLS_ON) {
+		if (g.conf.stats)
+			scratch__segment_open(&g.conf, off, false);
+		return false;
+	}
 	g.nblk = 1; /* id 0 means "none" */
 	g.key_ok = pthread_key_create(&g.key, tc_destructor) == 0;
 	g.cache_count = g.conf.cache_count;
 	g.cache_bytes = g.conf.cache_bytes;
 	g.proc = &g.proc_own;
-	if (g.conf.stats && scratch__segment_open(&g.conf) == 0 && scratch__segment_proc() != NULL)
+	if (g.conf.stats && scratch__segment_open(&g.conf, SCRATCH_SEG_POOLS_ON, lowered) == 0 &&
+	    scratch__segment_proc() != NULL)
 		g.proc = scratch__segment_proc();
 	g.proc->region_bytes = size;
 	/* The gates of the fast paths go last, with release order: threads
@@ -1456,8 +1509,11 @@ static void postfork_child(void)
 	__atomic_store_n(&orphans_in_remote, 0, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&g.lock);
 	pthread_mutex_unlock(&init_lock);
-	if (__atomic_load_n(&g.state, __ATOMIC_ACQUIRE) != ST_READY)
+	if (__atomic_load_n(&g.state, __ATOMIC_ACQUIRE) != ST_READY) {
+		/* pools off, but a segment saying why: the child needs its own */
+		scratch__segment_atfork_child();
 		return;
+	}
 	for (uint32_t i = 0; i < g.tcs_used; i++) {
 		struct tcache *tc = &g.tcs[i];
 

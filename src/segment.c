@@ -161,49 +161,98 @@ static void fill_identity(struct scratch_seg_header *h)
 			h->cmdline[i] = ' ';
 }
 
-/*
- * The run directory: $SCRATCH_RUNTIME_DIR, else
- * $XDG_RUNTIME_DIR/scratch, else /dev/shm/scratch-$UID. The last component
- * is created 0700 when missing. Refuses (one warning) a directory that is a
- * symlink, is not owned by the effective uid, or is open to group/others:
- * another user could otherwise plant or read segments.
- */
-static int run_dir(char *dir, size_t len)
-{
-	const char *env = getenv("SCRATCH_RUNTIME_DIR");
-	struct stat st;
-	size_t pos = 0;
-	char msg[PATH_MAX + 96];
+#define NOT_FIT 1 /* dir_fit(): there, but not fit for this process */
 
-	if (env != NULL && *env != '\0') {
-		scratch__fmt_str(dir, len, &pos, env);
-	} else if ((env = getenv("XDG_RUNTIME_DIR")) != NULL && *env == '/') {
-		scratch__fmt_str(dir, len, &pos, env);
-		scratch__fmt_str(dir, len, &pos, "/scratch");
-	} else {
-		scratch__fmt_str(dir, len, &pos, "/dev/shm/scratch-");
-		scratch__fmt_u64(dir, len, &pos, geteuid());
+/* Append a path from the environment, control bytes as '?'. */
+static void fmt_path(char *buf, size_t len, size_t *pos, const char *path)
+{
+	for (const char *c = path; *c != '\0'; c++) {
+		char one[2] = {(unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c, '\0'};
+
+		scratch__fmt_str(buf, len, pos, one);
 	}
-	if (pos + 64 >= len)
-		return -ENAMETOOLONG;
+}
+
+/* Is dir fit to be the run directory (created 0700 when missing)? Not a
+ * symlink, a directory, owned by the effective uid, closed to group and
+ * others: another user could otherwise plant or read segments. 0, NOT_FIT
+ * for one that is there but not fit, or -errno. */
+static int dir_fit(const char *dir)
+{
+	struct stat st;
+
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
 		return -errno;
 	if (lstat(dir, &st) != 0)
 		return -errno;
 	if (S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 077) == 0)
 		return 0;
-	pos = 0;
-	scratch__fmt_str(msg, sizeof(msg), &pos, "stats off: run directory ");
-	for (const char *c = dir; *c != '\0'; c++) {
-		/* the name comes from the environment: no control bytes out */
-		char one[2] = {(unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c, '\0'};
+	return NOT_FIT;
+}
 
-		scratch__fmt_str(msg, sizeof(msg), &pos, one);
+/* "<what><path> <why><then>" under verbose:true, why from err (NOT_FIT or
+ * -errno). */
+static void dir_note(const struct scratch__conf *conf, const char *what, const char *dir, int err,
+                     const char *then)
+{
+	char msg[480]; /* scratch__warn cuts longer lines anyway */
+	size_t pos = 0;
+
+	if (!conf->verbose)
+		return;
+	scratch__fmt_str(msg, sizeof(msg), &pos, what);
+	fmt_path(msg, sizeof(msg), &pos, dir);
+	if (err == NOT_FIT) {
+		scratch__fmt_str(msg, sizeof(msg), &pos,
+		                 " is not a directory of mode 0700 owned by this user");
+	} else {
+		scratch__fmt_str(msg, sizeof(msg), &pos, " cannot be used (errno ");
+		scratch__fmt_u64(msg, sizeof(msg), &pos, (uint64_t)-err);
+		scratch__fmt_str(msg, sizeof(msg), &pos, ")");
 	}
-	scratch__fmt_str(msg, sizeof(msg), &pos,
-	                 " must be a directory of mode 0700 owned by this user");
-	scratch__warn(msg);
-	return -EPERM;
+	scratch__fmt_str(msg, sizeof(msg), &pos, then);
+	scratch__env_warn(conf, msg);
+}
+
+/*
+ * The run directory: $SCRATCH_RUNTIME_DIR, else $XDG_RUNTIME_DIR/scratch,
+ * else /dev/shm/scratch-$EUID; the last component is created 0700 when
+ * missing. A directory named by the environment that is not fit for this
+ * process (dir_fit) is not its own: a child that runs as another user
+ * inherits its parent's variables. It falls back to its own per-user
+ * directory, /dev/shm/scratch-$EUID, without a word (verbose:true says
+ * so); only when that one is not fit either is there no run directory,
+ * and stats are off (silently too). 0 or -errno.
+ */
+static int run_dir(const struct scratch__conf *conf, char *dir, size_t len)
+{
+	const char *env = getenv("SCRATCH_RUNTIME_DIR");
+	char own[48], then[64];
+	size_t pos = 0, opos = 0, tpos = 0;
+	int err;
+
+	scratch__fmt_str(own, sizeof(own), &opos, "/dev/shm/scratch-");
+	scratch__fmt_u64(own, sizeof(own), &opos, geteuid());
+	if (env != NULL && *env != '\0') {
+		scratch__fmt_str(dir, len, &pos, env);
+	} else if ((env = getenv("XDG_RUNTIME_DIR")) != NULL && *env == '/') {
+		scratch__fmt_str(dir, len, &pos, env);
+		scratch__fmt_str(dir, len, &pos, "/scratch");
+	}
+	if (pos > 0) {
+		err = pos + 64 >= len ? -ENAMETOOLONG : dir_fit(dir);
+		if (err == 0)
+			return 0;
+		scratch__fmt_str(then, sizeof(then), &tpos, ", using ");
+		scratch__fmt_str(then, sizeof(then), &tpos, own);
+		dir_note(conf, "run directory ", dir, err, then);
+	}
+	pos = 0;
+	scratch__fmt_str(dir, len, &pos, own);
+	err = dir_fit(dir);
+	if (err != 0)
+		dir_note(conf, "stats off: run directory ", dir, err, "");
+	return err == NOT_FIT ? -EPERM : err;
 }
 
 /* "<dir>/<pid>-<nonce>.seg" into path, and the temporary ".<pid>-<nonce>.tmp"
@@ -253,8 +302,10 @@ static uint32_t pow2_floor(uint64_t v)
 	return p;
 }
 
-/* Lay the sections out after the header; returns the file size. */
-static size_t layout(struct scratch_seg_header *h, const struct scratch__conf *conf)
+/* Lay the sections out after the header, the trace ring only when ring
+ * (a process whose pools are off never grows a block); returns the file
+ * size. */
+static size_t layout(struct scratch_seg_header *h, const struct scratch__conf *conf, bool ring)
 {
 	uint64_t off = sizeof(*h);
 	uint64_t threads = conf->max_threads;
@@ -278,7 +329,7 @@ static size_t layout(struct scratch_seg_header *h, const struct scratch__conf *c
 	h->owner_stride = (sizeof(struct scratch_seg_owner) + 63) & ~63u;
 	off += (uint64_t)h->owner_slots * h->owner_stride;
 	h->ring_off = off;
-	if (conf->trace && conf->trace_ring > 0) {
+	if (ring && conf->trace && conf->trace_ring > 0) {
 		h->ring_slots = pow2_floor(conf->trace_ring);
 		h->record_frames = frames;
 		h->record_stride = scratch_seg_record_stride(frames);
@@ -357,54 +408,86 @@ static void sweep_stale(const char *dir)
 	close(fd);
 }
 
+/* The header this process starts its segment with; returns the file size. */
+static size_t header_init(struct scratch_seg_header *h, const struct scratch__conf *conf,
+                          uint32_t pools_off, bool lowered)
+{
+	size_t size;
+
+	memset(h, 0, sizeof(*h));
+	size = layout(h, conf, pools_off == SCRATCH_SEG_POOLS_ON);
+	fill_identity(h);
+	h->version = SCRATCH_SEG_VERSION;
+	h->header_size = sizeof(*h);
+	h->min_size = conf->min_size;
+	h->max_size = conf->max_size;
+	h->trace_frames = conf->trace_frames;
+	h->pools_off = pools_off;
+	if (lowered)
+		h->flags |= SCRATCH_SEG_F_LOWERED;
+	if (conf->keep_segment)
+		h->flags |= SCRATCH_SEG_F_KEEP;
+	scratch__conf_format(conf, h->conf, sizeof(h->conf));
+	return size;
+}
+
+/* Create the file of size bytes under tmp, write proto into it, magic
+ * last, and publish it as seg.path. The mapping, or NULL with -errno in
+ * *ret_err (nothing is left behind). */
+static void *publish(const struct scratch_seg_header *proto, size_t size, const char *tmp,
+                     int *ret_err)
+{
+	void *map;
+	int fd = create_file(tmp, size);
+
+	*ret_err = fd;
+	if (fd < 0)
+		return NULL;
+	map = scratch__os_map_file(fd, size, true, NULL);
+	close(fd);
+	*ret_err = -ENOMEM;
+	if (map == NULL)
+		goto out_unlink;
+	memcpy(map, proto, sizeof(*proto));
+	__atomic_store_n(&((struct scratch_seg_header *)map)->magic, SCRATCH_SEG_MAGIC,
+	                 __ATOMIC_RELEASE);
+	if (rename(tmp, seg.path) == 0)
+		return map;
+	*ret_err = -errno;
+	scratch__os_unmap(map, size);
+out_unlink:
+	unlink(tmp);
+	return NULL;
+}
+
 /*
  * Create this process's segment per conf and map it. Called once from
- * scratch__init() under its lock (possibly inside malloc). The file is
- * complete, magic included, before rename() makes it visible, so a reader
- * never sees a half-written header under the final name.
+ * scratch__init() under its lock (possibly inside malloc), also when the
+ * pools are off for a reason of the environment (pools_off), so that the
+ * reason can be read. The file is complete, magic included, before
+ * rename() makes it visible, so a reader never sees a half-written header
+ * under the final name.
  */
-int scratch__segment_open(const struct scratch__conf *conf)
+int scratch__segment_open(const struct scratch__conf *conf, uint32_t pools_off, bool lowered)
 {
 	struct scratch_seg_header proto;
 	char tmp[PATH_MAX];
 	size_t size;
 	void *map;
-	int fd, err;
+	int err;
 
 	if (seg.hdr != NULL)
 		return 0;
-	err = run_dir(seg.dir, sizeof(seg.dir));
+	err = run_dir(conf, seg.dir, sizeof(seg.dir));
 	if (err != 0)
 		return err;
 	sweep_stale(seg.dir);
-	memset(&proto, 0, sizeof(proto));
-	size = layout(&proto, conf);
-	fill_identity(&proto);
+	size = header_init(&proto, conf, pools_off, lowered);
 	seg_names(seg.dir, proto.pid, proto.created_ns, seg.path, tmp, sizeof(tmp));
-	fd = create_file(tmp, size);
-	if (fd < 0)
-		return fd;
-	map = scratch__os_map_file(fd, size, true, NULL);
-	close(fd);
+	map = publish(&proto, size, tmp, &err);
 	if (map == NULL) {
-		unlink(tmp);
-		return -ENOMEM;
-	}
-	proto.version = SCRATCH_SEG_VERSION;
-	proto.header_size = sizeof(proto);
-	proto.min_size = conf->min_size;
-	proto.max_size = conf->max_size;
-	proto.trace_frames = conf->trace_frames;
-	if (conf->keep_segment)
-		proto.flags |= SCRATCH_SEG_F_KEEP;
-	scratch__conf_format(conf, proto.conf, sizeof(proto.conf));
-	memcpy(map, &proto, sizeof(proto));
-	__atomic_store_n(&((struct scratch_seg_header *)map)->magic, SCRATCH_SEG_MAGIC,
-	                 __ATOMIC_RELEASE);
-	if (rename(tmp, seg.path) != 0) {
-		err = -errno;
-		unlink(tmp);
-		scratch__os_unmap(map, size);
+		dir_note(conf, "stats off: run directory ", seg.dir, err, " for the segment file");
+		seg.path[0] = '\0';
 		return err;
 	}
 	seg.size = size;

@@ -23,6 +23,18 @@
  * the strides from the header); a change to the meaning of a field bumps
  * SCRATCH_SEG_VERSION.
  *
+ * Pools off. A process whose pools could not start for a reason of its
+ * environment (enum scratch_seg_pools_off) still has a segment when stats
+ * are on, so the reason can be seen: pools_off says which, and the thread
+ * table and the ring stay empty (no ring is laid out). enabled:false makes
+ * no segment. SCRATCH_SEG_F_LOWERED says the pools run, but with max_size
+ * lowered (the header's max_size) to fit the address space granted.
+ * Version 1 files written before these fields existed hold zero in both
+ * places (pools_off was a padding word, always zero), which means what
+ * those writers did: pools on and max_size as configured, so the version
+ * did not change. A reader refuses a reason above SCRATCH_SEG_OFF_MAX: a
+ * new reason comes with a new version.
+ *
  * Counters. A thread slot's counters are struct scratch__counters from
  * internal.h (seq bracket, single writer; remote_in and remote_in_bytes are
  * atomic adds by other threads). For one slot:
@@ -90,8 +102,20 @@ enum scratch_seg_state {
 };
 
 /* Header flags. */
-#define SCRATCH_SEG_F_TRACE 1u /* the trace ring is written */
-#define SCRATCH_SEG_F_KEEP  2u /* keep_segment: the file outlives the process */
+#define SCRATCH_SEG_F_TRACE   1u /* the trace ring is written */
+#define SCRATCH_SEG_F_KEEP    2u /* keep_segment: the file outlives the process */
+#define SCRATCH_SEG_F_LOWERED 4u /* max_size lowered to fit the address space granted */
+
+/* Why the pools are off (header pools_off): conditions of the environment,
+ * which the library records here instead of printing them. */
+enum scratch_seg_pools_off {
+	SCRATCH_SEG_POOLS_ON = 0,
+	SCRATCH_SEG_OFF_AS_LIMIT = 1,  /* ulimit -v leaves less than 4 x 1 GiB */
+	SCRATCH_SEG_OFF_RESERVE = 2,   /* the kernel would not reserve even 1 GiB */
+	SCRATCH_SEG_OFF_NOMEM = 3,     /* no memory for the pools' own tables */
+	SCRATCH_SEG_OFF_PAGE_SIZE = 4, /* the page size is not 4 KiB */
+};
+#define SCRATCH_SEG_OFF_MAX SCRATCH_SEG_OFF_PAGE_SIZE
 
 struct scratch_seg_header {
 	uint64_t magic; /* SCRATCH_SEG_MAGIC, stored last when the file is created */
@@ -126,7 +150,7 @@ struct scratch_seg_header {
 	uint32_t ring_slots; /* power of two, or 0 without tracing */
 	uint32_t record_stride;
 	uint32_t record_frames; /* frames[] capacity of each record */
-	uint32_t pad0;
+	uint32_t pools_off;     /* enum scratch_seg_pools_off; 0 while the pools run */
 
 	/* the trace ring's claim counter, on a line of its own */
 	uint64_t ring_head __attribute__((aligned(SCRATCH_CACHELINE)));

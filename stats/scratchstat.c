@@ -471,6 +471,32 @@ static size_t command_of(const json_t *p, char *buf, size_t len, size_t width)
 	return chars;
 }
 
+/* What the library recorded rather than printed on the host's stderr:
+ * ", pools off: address-space limit", ", max_size lowered" or "". */
+static const char *pools_note(const json_t *p, char *buf, size_t len)
+{
+	static const char *const human_off[][2] = {
+	        {"address_space_limit", "address-space limit"},
+	        {"reserve_failed", "address space not reserved"},
+	        {"out_of_memory", "out of memory"},
+	        {"page_size", "page size not 4 KiB"},
+	};
+	const char *off = json_string_value(json_object_get(p, "pools_off"));
+
+	buf[0] = '\0';
+	if (off != NULL) {
+		const char *says = off; /* a newer daemon's reason: its own name */
+
+		for (size_t i = 0; i < sizeof(human_off) / sizeof(human_off[0]); i++)
+			if (strcmp(off, human_off[i][0]) == 0)
+				says = human_off[i][1];
+		snprintf(buf, len, ", pools off: %s", says);
+	} else if (json_is_true(json_object_get(p, "max_size_lowered"))) {
+		snprintf(buf, len, ", max_size lowered");
+	}
+	return buf;
+}
+
 static void print_processes(const json_t *v)
 {
 	const json_t *procs = json_object_get(v, "processes"), *p, *r;
@@ -480,16 +506,17 @@ static void print_processes(const json_t *v)
 	       "HIT%", "RETAINED", "LEASED", "GROWTHS", "STATE");
 	json_array_foreach(procs, i, p)
 	{
-		char cmd[28 * 4 + 1], h[16], ret[32], lea[32], state[48];
+		char cmd[28 * 4 + 1], h[16], ret[32], lea[32], state[160], note[96];
 		/* padded by characters, not bytes */
 		int pad = 28 - (int)command_of(p, cmd, sizeof(cmd), 28);
 
 		hit(p, h, sizeof(h));
+		pools_note(p, note, sizeof(note));
 		if (json_is_string(json_object_get(p, "exit_reason")))
-			snprintf(state, sizeof(state), "%s (%s)", str(p, "state"),
-			         str(p, "exit_reason"));
+			snprintf(state, sizeof(state), "%s (%s)%s", str(p, "state"),
+			         str(p, "exit_reason"), note);
 		else
-			snprintf(state, sizeof(state), "%s", str(p, "state"));
+			snprintf(state, sizeof(state), "%s%s", str(p, "state"), note);
 		printf("%8llu %s%*s %7llu %10llu %6s %10s %10s %8llu %s\n",
 		       (unsigned long long)num(p, "pid"), cmd, pad, "",
 		       (unsigned long long)num(p, "threads"), (unsigned long long)num(p, "allocs"),
@@ -505,7 +532,7 @@ static void print_threads(const json_t *p)
 {
 	const json_t *t;
 	size_t i;
-	char a[32], b[32], c[32];
+	char a[32], b[32], c[32], note[96];
 
 	printf("PID %llu  %s  %s%s%s  threads %llu  retained %s  leased %s  growths %llu\n",
 	       (unsigned long long)num(p, "pid"), str(p, "command"), str(p, "state"),
@@ -513,6 +540,12 @@ static void print_threads(const json_t *p)
 	       json_is_string(json_object_get(p, "exit_reason")) ? str(p, "exit_reason") : "",
 	       (unsigned long long)num(p, "threads"), human(num(p, "retained"), a, sizeof(a)),
 	       human(num(p, "leased"), b, sizeof(b)), (unsigned long long)num(p, "growths"));
+	pools_note(p, note, sizeof(note));
+	if (json_is_string(json_object_get(p, "pools_off")))
+		printf("%s\n", note + 2); /* past the ", " */
+	else if (note[0] != '\0')
+		printf("max_size lowered to %s to fit the address space granted\n",
+		       human(num(p, "max_size"), c, sizeof(c)));
 	printf("%8s %-16s %10s %6s %10s %10s %10s %8s %8s %8s %s\n", "TID", "NAME", "ALLOCS",
 	       "HIT%", "RETAINED", "LEASED", "PEAK", "GROWTHS", "RFREE-IN", "RFREE-OUT", "STATE");
 	json_array_foreach(json_object_get(p, "thread_table"), i, t)

@@ -139,6 +139,8 @@ int segread_open(const struct segread_src *src, uint64_t file_size, struct segre
 		           (unsigned long long)h.file_size, (unsigned long long)file_size);
 	if (h.pid <= 0)
 		return bad(err, errlen, "bad pid %d", h.pid);
+	if (h.pools_off > SCRATCH_SEG_OFF_MAX)
+		return bad(err, errlen, "unknown reason %u for the pools being off", h.pools_off);
 	rc = check_layout(&h, file_size, err, errlen);
 	if (rc != 0)
 		return rc;
@@ -147,6 +149,7 @@ int segread_open(const struct segread_src *src, uint64_t file_size, struct segre
 	ret->file_size = file_size;
 	ret->version = h.version;
 	ret->flags = h.flags;
+	ret->pools_off = h.pools_off;
 	ret->pid = h.pid;
 	ret->ppid = h.ppid;
 	ret->uid = h.uid;
@@ -389,6 +392,19 @@ static void add_counters(struct segread_totals *t, const struct scratch__counter
 	t->leased += segread_leased(c);
 	t->peak_leased += c->peak_leased;
 	t->growth_bytes += c->growth_bytes;
+}
+
+const char *segread_pools_off_name(uint32_t pools_off)
+{
+	/* JSON values: they never change once released */
+	static const char *const names[SCRATCH_SEG_OFF_MAX + 1] = {
+	        [SCRATCH_SEG_OFF_AS_LIMIT] = "address_space_limit",
+	        [SCRATCH_SEG_OFF_RESERVE] = "reserve_failed",
+	        [SCRATCH_SEG_OFF_NOMEM] = "out_of_memory",
+	        [SCRATCH_SEG_OFF_PAGE_SIZE] = "page_size",
+	};
+
+	return pools_off <= SCRATCH_SEG_OFF_MAX ? names[pools_off] : NULL;
 }
 
 void segread_totals(const struct segread_thread *t, size_t n,

@@ -32,6 +32,7 @@ struct segread {
 	uint64_t file_size;
 	uint32_t version;
 	uint32_t flags;
+	uint32_t pools_off; /* enum scratch_seg_pools_off, at most SCRATCH_SEG_OFF_MAX */
 	int32_t pid;
 	int32_t ppid;
 	uint32_t uid;
@@ -120,6 +121,10 @@ typedef void (*segread_record_fn)(void *ctx, const struct segread_record *r);
  */
 int segread_drain(const struct segread *s, uint64_t *next, uint64_t *lost, uint64_t max, bool force,
                   segread_record_fn fn, void *ctx);
+
+/* The stable snake_case name of a pools-off reason ("address_space_limit"),
+ * NULL for SCRATCH_SEG_POOLS_ON and for codes this reader does not know. */
+const char *segread_pools_off_name(uint32_t pools_off);
 
 /* Process totals as segment.h defines them, from a slot snapshot. */
 struct segread_totals {

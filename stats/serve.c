@@ -201,6 +201,14 @@ json_t *sd_proc_json(const struct sd_proc *p, bool detail)
 	json_object_set_new(o, "exit_ns", u64(p->exit_ns));
 	json_object_set_new(o, "sampled_ns", u64(p->sampled_ns));
 	json_object_set_new(o, "forked", json_boolean(p->seg.forks > 0));
+	/* what the library did not print: why the pools are off (null while
+	 * they run), or that max_size had to come down */
+	json_object_set_new(o, "pools_off",
+	                    segread_pools_off_name(p->seg.pools_off) != NULL
+	                            ? json_string(segread_pools_off_name(p->seg.pools_off))
+	                            : json_null());
+	json_object_set_new(o, "max_size_lowered",
+	                    json_boolean((p->seg.flags & SCRATCH_SEG_F_LOWERED) != 0));
 	/* Once the process is gone, so are its threads (the main thread
 	 * never runs its exit hooks, so its slot still says live). */
 	json_object_set_new(o, "threads", u64(p->live ? p->tot.threads_live : 0));

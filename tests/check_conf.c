@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "suites.h"
@@ -40,6 +41,7 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c.min_size, 64 << 10);
 	ck_assert_uint_eq(c.max_size, 1 << 30);
 	ck_assert(c.stats && c.trace && c.thp && c.inherit && !c.keep_segment);
+	ck_assert(!c.verbose);
 	ck_assert_int_eq(w.n, 0);
 }
 END_TEST
@@ -51,7 +53,8 @@ START_TEST(test_good_values)
 
 	ck_assert_int_eq(parse("min_size:128K,max_size:2G,cache_count:3,cache_bytes:1MiB,"
 	                       "enabled:false,stats:off,trace:no,trace_frames:4,keep_segment:yes,"
-	                       "depot_bytes:0,reserve:1T,trace_ring:1024,max_threads:7,inherit:0",
+	                       "depot_bytes:0,reserve:1T,trace_ring:1024,max_threads:7,inherit:0,"
+	                       "verbose:on",
 	                       &c, &w),
 	                 0);
 	ck_assert_uint_eq(c.min_size, 128 << 10);
@@ -59,6 +62,7 @@ START_TEST(test_good_values)
 	ck_assert_uint_eq(c.cache_count, 3);
 	ck_assert_uint_eq(c.cache_bytes, 1 << 20);
 	ck_assert(!c.enabled && !c.stats && !c.trace && c.keep_segment && !c.inherit);
+	ck_assert(c.verbose);
 	ck_assert_uint_eq(c.trace_frames, 4);
 	ck_assert_uint_eq(c.depot_bytes, 0);
 	ck_assert_uint_eq(c.reserve, UINT64_C(1) << 40);
@@ -79,6 +83,7 @@ START_TEST(test_bad_values_keep_defaults)
 	        "reserve:1M",      "nosuchkey:1",
 	        "justakey",        "min_size:99999999999999999999",
 	        "max_size:1GX",    "cache_bytes:12Q",
+	        "verbose:2",       "verbose:",
 	};
 	struct scratch__conf c, def;
 	struct warnings w;
@@ -125,6 +130,9 @@ START_TEST(test_messages)
 	ck_assert_uint_eq(c.cache_bytes, 1536 << 10);
 	ck_assert_str_eq(w.last, "invalid value for cache_bytes: 'lots' (expected a size from 0 to "
 	                         "16T), using 1536K");
+	parse("verbose:loud", &c, &w);
+	ck_assert_str_eq(w.last,
+	                 "invalid value for verbose: 'loud' (expected true or false), using false");
 	parse("bogus:1", &c, &w);
 	ck_assert_str_eq(w.last, "unknown SCRATCH_CONF key 'bogus', ignored");
 	parse("bogus", &c, &w);
@@ -227,6 +235,7 @@ START_TEST(test_lookup_and_format)
 	scratch__conf_format(&c, buf, sizeof(buf));
 	ck_assert_ptr_nonnull(strstr(buf, "min_size:65536,"));
 	ck_assert_ptr_nonnull(strstr(buf, "keep_segment:false"));
+	ck_assert_ptr_nonnull(strstr(buf, "verbose:false"));
 	/* the rendering parses back to the same configuration */
 	{
 		struct scratch__conf back;
@@ -245,6 +254,46 @@ START_TEST(test_lookup_and_format)
 }
 END_TEST
 
+/* What stderr (fd 2) receives while f(conf, msg) runs, into buf. */
+static void capture_stderr(void (*f)(const struct scratch__conf *, const char *),
+                           const struct scratch__conf *conf, const char *msg, char *buf, size_t len)
+{
+	int fds[2], saved = dup(STDERR_FILENO);
+	ssize_t n;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	ck_assert_int_ge(saved, 0);
+	dup2(fds[1], STDERR_FILENO);
+	f(conf, msg);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	close(fds[1]);
+	n = read(fds[0], buf, len - 1);
+	close(fds[0]);
+	buf[n > 0 ? n : 0] = '\0';
+}
+
+/* A condition of the environment is printed only under verbose:true, as
+ * one line, and never touches errno. */
+START_TEST(test_env_warn_verbose)
+{
+	struct scratch__conf c;
+	struct warnings w;
+	char got[256];
+
+	parse("", &c, &w);
+	errno = EINTR;
+	capture_stderr(scratch__env_warn, &c, "pools off", got, sizeof(got));
+	ck_assert_str_eq(got, "");
+	capture_stderr(scratch__env_warn, NULL, "pools off", got, sizeof(got));
+	ck_assert_str_eq(got, "");
+	parse("verbose:true", &c, &w);
+	capture_stderr(scratch__env_warn, &c, "pools off", got, sizeof(got));
+	ck_assert_str_eq(got, "scratch: pools off\n");
+	ck_assert_int_eq(errno, EINTR);
+}
+END_TEST
+
 Suite *conf_suite(void)
 {
 	Suite *s = suite_create("conf");
@@ -255,6 +304,7 @@ Suite *conf_suite(void)
 	tcase_add_test(tc, test_mixed_and_empty_entries);
 	tcase_add_test(tc, test_sizes);
 	tcase_add_test(tc, test_lookup_and_format);
+	tcase_add_test(tc, test_env_warn_verbose);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("misuse");
 	tcase_add_test(tc, test_bad_values_keep_defaults);

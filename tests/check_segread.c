@@ -201,6 +201,34 @@ START_TEST(test_no_ring)
 }
 END_TEST
 
+/* A process whose pools are off has a segment that says why, with a name
+ * for every reason the reader accepts; 0 (pools on) has none. */
+START_TEST(test_pools_off)
+{
+	struct segread s;
+
+	ck_assert_int_eq(open_seg(&s), 0);
+	ck_assert_uint_eq(s.pools_off, SCRATCH_SEG_POOLS_ON);
+	ck_assert_ptr_null(segread_pools_off_name(s.pools_off));
+	hdr()->pools_off = SCRATCH_SEG_OFF_AS_LIMIT;
+	hdr()->flags |= SCRATCH_SEG_F_LOWERED;
+	ck_assert_int_eq(open_seg(&s), 0);
+	ck_assert_uint_eq(s.pools_off, SCRATCH_SEG_OFF_AS_LIMIT);
+	ck_assert_uint_ne(s.flags & SCRATCH_SEG_F_LOWERED, 0);
+	ck_assert_str_eq(segread_pools_off_name(s.pools_off), "address_space_limit");
+	for (uint32_t r = 1; r <= SCRATCH_SEG_OFF_MAX; r++) {
+		const char *n = segread_pools_off_name(r);
+
+		ck_assert_ptr_nonnull(n);
+		for (const char *c = n; *c != '\0'; c++)
+			ck_assert_msg((*c >= 'a' && *c <= 'z') || *c == '_',
+			              "'%s' is not snake_case", n);
+	}
+	ck_assert_ptr_null(segread_pools_off_name(SCRATCH_SEG_OFF_MAX + 1));
+	ck_assert_ptr_null(segread_pools_off_name(UINT32_MAX));
+}
+END_TEST
+
 START_TEST(test_wrap)
 {
 	struct segread s;
@@ -315,6 +343,12 @@ static void corrupt(int which)
 	case 9:
 		h->pid = -1;
 		break;
+	case 10:
+		h->pools_off = SCRATCH_SEG_OFF_MAX + 1;
+		break;
+	case 11:
+		h->pools_off = UINT32_MAX;
+		break;
 	default:
 		h->header_size = 12;
 		break;
@@ -354,12 +388,13 @@ Suite *segread_suite(void)
 	tcase_add_test(core, test_totals);
 	tcase_add_test(core, test_seqlock);
 	tcase_add_test(core, test_no_ring);
+	tcase_add_test(core, test_pools_off);
 	tcase_add_checked_fixture(limits, build, teardown);
 	tcase_add_test(limits, test_wrap);
 	tcase_add_test(limits, test_torn_and_unwritten);
 	tcase_add_test(limits, test_head_backwards);
 	tcase_add_checked_fixture(misuse, build, teardown);
-	tcase_add_loop_test(misuse, test_corrupt, 0, 11);
+	tcase_add_loop_test(misuse, test_corrupt, 0, 13);
 	tcase_add_test(misuse, test_short_source);
 	suite_add_tcase(s, core);
 	suite_add_tcase(s, limits);

@@ -2,19 +2,27 @@
 # for the shim, the daemon and the CLI. Each part keeps its test rules in a
 # fragment of its own, included at the end.
 check_PROGRAMS += tests/check_scratch
-tests_check_scratch_SOURCES = tests/check_main.c tests/suites.h \
+tests_check_scratch_SOURCES = tests/check_scratch.c tests/suites.h \
 	tests/check_conf.c tests/check_pool.c \
 	tests/check_workers.c tests/check_arena.c tests/check_workspace.c
 tests_check_scratch_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_check_scratch_LDADD = libscratch.la libscratch_conf.la $(CHECK_LIBS) $(PTHREAD_LIBS)
 TESTS += tests/check_scratch
 
-TESTS += tests/exports.test tests/man.test tests/format.test tests/valgrind.test
-EXTRA_DIST += tests/exports.test tests/man.test tests/format.test tests/valgrind.test \
+TESTS += tests/exports.test tests/man.test tests/format.test tests/valgrind.test tests/dist.test
+EXTRA_DIST += tests/exports.test tests/man.test tests/format.test tests/valgrind.test tests/dist.test \
 	tests/env.sh.in tests/exports.expected tests/exports-preload.expected \
 	tests/valgrind.supp
 DISTCLEANFILES += tests/env.sh
 
 include $(srcdir)/tests/shim.mk
 include $(srcdir)/tests/stats.mk
-include $(srcdir)/tests/workers.mk
+
+# Locality tests in a two-node NUMA guest (QEMU, TCG): tests/guest.sh boots
+# it, every locality case of a script runs in one boot.
+check_PROGRAMS += tests/host_numa
+tests_host_numa_SOURCES = tests/host_numa.c
+tests_host_numa_CFLAGS = $(AM_CFLAGS) -fno-builtin
+tests_host_numa_LDADD = $(PTHREAD_LIBS)
+TESTS += tests/guest_numa.test
+EXTRA_DIST += tests/guest_numa.test tests/guest.sh

@@ -52,8 +52,8 @@ tests_libshimcheck_la_LIBADD = libscratch.la
 
 SHIM_TESTS = tests/shim_semantics.test tests/shim_robust.test tests/shim_stress.test \
 	tests/shim_cxx.test tests/shim_conf.test tests/shim_torch.test tests/shim_python.test \
-	tests/shim_sort.test tests/shim_gcc.test tests/shim_git.test tests/shim_fds.test \
-	tests/shim_cpython.test tests/shim_strace.test tests/shim_observe.test
+	tests/shim_sort.test tests/shim_gcc.test tests/shim_git.test tests/shim_messages.test \
+	tests/shim_fds.test tests/shim_cpython.test tests/shim_strace.test tests/shim_observe.test
 TESTS += $(SHIM_TESTS)
 EXTRA_DIST += $(SHIM_TESTS) tests/shim_common.sh tests/shim_torch.py tests/shim_threads.py \
 	tests/shim_subprocess.py tests/strace_fds.py

@@ -1,5 +1,5 @@
 /*
- * stats_host.c - a test host with a known allocation pattern, for the
+ * host_stats.c - a test host with a known allocation pattern, for the
  * scratchd/scratchstat end-to-end tests. Links libscratch directly so every
  * counter is exact.
  *

@@ -1,5 +1,5 @@
 /*
- * check_main.c - the one Check runner: adds every module's suite.
+ * check_scratch.c - the one Check runner: adds every module's suite.
  *
  * Select with Check's own variables: CK_RUN_SUITE=pool, CK_RUN_CASE=limits.
  * CK_FORK=no runs everything in one process (valgrind, debuggers).

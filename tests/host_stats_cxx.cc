@@ -1,4 +1,4 @@
-// stats_cxx.cc - a C++ host for the stats tests: its growths come through
+// host_stats_cxx.cc - a C++ host for the stats tests: its growths come through
 // operator new, so the reported call site must be the caller of new,
 // demangled (scratchtest::Layer::forward). Prints "ready", waits for EOF on
 // stdin, then frees and exits.

@@ -1,5 +1,5 @@
 /*
- * stats_tool.c - helper for the stats tests: makes synthetic segment files
+ * host_stats_tool.c - helper for the stats tests: makes synthetic segment files
  * (valid, corrupt and hostile ones), and speaks raw bytes to a Unix socket
  * (for malformed HTTP).
  *

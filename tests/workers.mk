@@ -1,1 +1,0 @@
-# tests for workers (owned by whoever builds that part).
