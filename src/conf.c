@@ -1,6 +1,6 @@
 /*
- * conf.c - SCRATCH_CONF parsing ("key:value,..." as jemalloc's MALLOC_CONF)
- * and the library's only diagnostics channel.
+ * conf.c - SCRATCH_CONF parsing ("key:value,..." as jemalloc's MALLOC_CONF),
+ * the other SCRATCH_* variables, and the library's only diagnostics channel.
  *
  * Everything here is pure or writes with one write(2): it runs inside
  * malloc, before stdio may be usable, so it never allocates.
@@ -53,6 +53,13 @@ static const struct conf_key keys[] = {
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
+
+/* The variables of their own, read by the worker pool; no field: the value
+ * is returned (scratch__conf_env). */
+static const struct conf_key env_keys[] = {
+        {"SCRATCH_THREADS", CONF_COUNT, 0, 0, SCRATCH_WORKERS_MAX, false},
+        {"SCRATCH_SPIN", CONF_COUNT, 0, 0, INT32_MAX, false},
+};
 
 void scratch__conf_defaults(struct scratch__conf *conf)
 {
@@ -287,6 +294,8 @@ static void fmt_value(char *buf, size_t len, size_t *pos, const struct conf_key 
 		scratch__fmt_u64(buf, len, pos, v);
 }
 
+#define CURRENT_DEFAULT UINT64_MAX /* warn_invalid: "using the default" */
+
 /* "invalid value for KEY: 'VALUE' (expected ...), using CURRENT" */
 static void warn_invalid(scratch__conf_warn_fn warn, void *ctx, const struct conf_key *k,
                          const char *val, size_t vlen, uint64_t current)
@@ -311,9 +320,33 @@ static void warn_invalid(scratch__conf_warn_fn warn, void *ctx, const struct con
 		scratch__fmt_str(line, sizeof(line), &pos, ")");
 	}
 	scratch__fmt_str(line, sizeof(line), &pos, ", using ");
-	fmt_value(line, sizeof(line), &pos, k, current);
+	if (current == CURRENT_DEFAULT)
+		scratch__fmt_str(line, sizeof(line), &pos, "the default");
+	else
+		fmt_value(line, sizeof(line), &pos, k, current);
 	if (warn != NULL)
 		warn(ctx, line);
+}
+
+/* Parse val as key k takes it (type, range, power of two) into *ret. */
+static bool parse_value(const struct conf_key *k, const char *val, size_t len, uint64_t *ret)
+{
+	uint64_t v;
+	bool ok =
+	        k->type == CONF_BOOL ? parse_bool(val, len, &v) : scratch__parse_size(val, len, &v);
+
+	if (ok && k->type == CONF_COUNT) {
+		/* counts take no unit suffix */
+		for (size_t i = 0; i < len; i++)
+			ok = ok && val[i] >= '0' && val[i] <= '9';
+	}
+	if (ok && k->type != CONF_BOOL && (v < k->min || v > k->max))
+		ok = false;
+	if (ok && k->pow2 && (v & (v - 1)) != 0)
+		ok = false;
+	if (ok)
+		*ret = v;
+	return ok;
 }
 
 /* Parse one "key:value" entry; returns the number of problems (0 or 1). */
@@ -323,7 +356,6 @@ static int parse_entry(const char *e, size_t len, struct scratch__conf *conf, ui
 	const char *colon = memchr(e, ':', len);
 	const struct conf_key *k;
 	uint64_t v;
-	bool ok;
 
 	if (colon == NULL) {
 		warn_line(warn, ctx, "malformed SCRATCH_CONF entry ", e, len,
@@ -338,18 +370,7 @@ static int parse_entry(const char *e, size_t len, struct scratch__conf *conf, ui
 	}
 	colon++;
 	len -= (size_t)(colon - e);
-	ok = k->type == CONF_BOOL ? parse_bool(colon, len, &v)
-	                          : scratch__parse_size(colon, len, &v);
-	if (ok && k->type == CONF_COUNT) {
-		/* counts take no unit suffix */
-		for (size_t i = 0; i < len; i++)
-			ok = ok && colon[i] >= '0' && colon[i] <= '9';
-	}
-	if (ok && k->type != CONF_BOOL && (v < k->min || v > k->max))
-		ok = false;
-	if (ok && k->pow2 && (v & (v - 1)) != 0)
-		ok = false;
-	if (!ok) {
+	if (!parse_value(k, colon, len, &v)) {
 		warn_invalid(warn, ctx, k, colon, len, get_field(conf, k));
 		return 1;
 	}
@@ -429,6 +450,26 @@ static int cross_keys(struct scratch__conf *c, uint32_t given, scratch__conf_war
 		}
 	}
 	return problems;
+}
+
+int64_t scratch__conf_env(const char *name, const char *value, scratch__conf_warn_fn warn,
+                          void *ctx)
+{
+	uint64_t v;
+
+	if (value == NULL || *value == '\0')
+		return -1;
+	for (size_t i = 0; i < sizeof(env_keys) / sizeof(env_keys[0]); i++) {
+		const struct conf_key *k = &env_keys[i];
+
+		if (strcmp(k->name, name) != 0)
+			continue;
+		if (parse_value(k, value, strlen(value), &v))
+			return (int64_t)v;
+		warn_invalid(warn, ctx, k, value, strlen(value), CURRENT_DEFAULT);
+		return -1;
+	}
+	return -1;
 }
 
 int scratch__conf_parse(const char *s, struct scratch__conf *conf, scratch__conf_warn_fn warn,

@@ -62,6 +62,16 @@ typedef void (*scratch__conf_warn_fn)(void *ctx, const char *line);
 SCRATCH_HIDDEN int scratch__conf_parse(const char *s, struct scratch__conf *conf,
                                        scratch__conf_warn_fn warn, void *ctx);
 
+/*
+ * The value of one of the other SCRATCH_* variables (SCRATCH_THREADS,
+ * SCRATCH_SPIN: whole numbers) from value, its text in the environment,
+ * parsed by the rules of the SCRATCH_CONF table. -1 when value is NULL or
+ * empty, when name is not one of them, or when value is invalid (then warn
+ * is called once with the line, which ends "using the default"). Pure.
+ */
+SCRATCH_HIDDEN int64_t scratch__conf_env(const char *name, const char *value,
+                                         scratch__conf_warn_fn warn, void *ctx);
+
 /* Parse a size with an optional K, M, G or T suffix (powers of 1024). */
 SCRATCH_HIDDEN bool scratch__parse_size(const char *s, size_t len, uint64_t *ret);
 

@@ -458,34 +458,16 @@ int scratch_workers_run_rows(scratch_workers_t *w, size_t rows, size_t grain, sc
 /* Creation and destruction                                               */
 /* ---------------------------------------------------------------------- */
 
-/* Parse a small non-negative decimal from the environment; a bad value
- * warns once per variable and gives -1. */
-static int env_int(const char *var, int max, bool *warned)
+/* A bad SCRATCH_THREADS or SCRATCH_SPIN is said once per variable. */
+static void warn_once(void *ctx, const char *line)
 {
-	const char *s = getenv(var);
-	char *end;
-	long v;
+	if (!__atomic_exchange_n((bool *)ctx, true, __ATOMIC_RELAXED))
+		scratch__warn(line);
+}
 
-	if (!s || !*s)
-		return -1;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno == 0 && *end == '\0' && v >= 0 && v <= max)
-		return (int)v;
-	if (!__atomic_exchange_n(warned, true, __ATOMIC_RELAXED)) {
-		char msg[160];
-		size_t pos = 0;
-
-		scratch__fmt_str(msg, sizeof(msg), &pos, "invalid value for ");
-		scratch__fmt_str(msg, sizeof(msg), &pos, var);
-		scratch__fmt_str(msg, sizeof(msg), &pos, ": ");
-		scratch__fmt_quoted(msg, sizeof(msg), &pos, s, strlen(s));
-		scratch__fmt_str(msg, sizeof(msg), &pos, " (expected a whole number from 0 to ");
-		scratch__fmt_u64(msg, sizeof(msg), &pos, (uint64_t)max);
-		scratch__fmt_str(msg, sizeof(msg), &pos, "), using the default");
-		scratch__warn(msg);
-	}
-	return -1;
+static int env_count(const char *var, bool *warned)
+{
+	return (int)scratch__conf_env(var, getenv(var), warn_once, warned);
 }
 
 static int resolve_threads(int threads)
@@ -494,7 +476,7 @@ static int resolve_threads(int threads)
 	unsigned ncpu;
 
 	if (threads == SCRATCH_WORKERS_DEFAULT)
-		threads = env_int("SCRATCH_THREADS", SCRATCH_WORKERS_MAX, &warned);
+		threads = env_count("SCRATCH_THREADS", &warned);
 	if (threads >= 0)
 		return threads <= 1 ? 0 : threads - 1;
 	ncpu = scratch__os_ncpu();
@@ -506,7 +488,7 @@ static int resolve_spin(int spin)
 	static bool warned;
 
 	if (spin == SCRATCH_WORKERS_DEFAULT)
-		spin = env_int("SCRATCH_SPIN", INT_MAX, &warned);
+		spin = env_count("SCRATCH_SPIN", &warned);
 	return spin >= 0 ? spin : DEFAULT_SPIN;
 }
 

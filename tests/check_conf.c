@@ -158,6 +158,34 @@ START_TEST(test_mixed_and_empty_entries)
 }
 END_TEST
 
+/* SCRATCH_THREADS and SCRATCH_SPIN go through the same table and rules. */
+START_TEST(test_env_variables)
+{
+	struct warnings w;
+
+	memset(&w, 0, sizeof(w));
+	ck_assert_int_eq(scratch__conf_env("SCRATCH_THREADS", "3", collect, &w), 3);
+	ck_assert_int_eq(scratch__conf_env("SCRATCH_THREADS", "0", collect, &w), 0);
+	ck_assert_int_eq(scratch__conf_env("SCRATCH_THREADS", "256", collect, &w), 256);
+	ck_assert_int_eq(scratch__conf_env("SCRATCH_SPIN", "2147483647", collect, &w), INT32_MAX);
+	/* unset and empty are "not given", and say nothing */
+	ck_assert_int_eq(scratch__conf_env("SCRATCH_SPIN", NULL, collect, &w), -1);
+	ck_assert_int_eq(scratch__conf_env("SCRATCH_SPIN", "", collect, &w), -1);
+	ck_assert_int_eq(scratch__conf_env("SCRATCH_NOPE", "1", collect, &w), -1);
+	ck_assert_int_eq(w.n, 0);
+	/* out of range, a unit, a sign: one line each, the default kept */
+	ck_assert_int_eq(scratch__conf_env("SCRATCH_THREADS", "257", collect, &w), -1);
+	ck_assert_str_eq(w.last, "invalid value for SCRATCH_THREADS: '257' (expected a whole "
+	                         "number from 0 to 256), using the default");
+	ck_assert_int_eq(scratch__conf_env("SCRATCH_THREADS", "4K", collect, &w), -1);
+	ck_assert_int_eq(scratch__conf_env("SCRATCH_SPIN", "-5", collect, &w), -1);
+	ck_assert_str_eq(w.last, "invalid value for SCRATCH_SPIN: '-5' (expected a whole number "
+	                         "from 0 to 2147483647), using the default");
+	ck_assert_int_eq(scratch__conf_env("SCRATCH_SPIN", "2147483648", collect, &w), -1);
+	ck_assert_int_eq(w.n, 4);
+}
+END_TEST
+
 START_TEST(test_cross_key_rules)
 {
 	struct scratch__conf c;
@@ -310,6 +338,7 @@ Suite *conf_suite(void)
 	tcase_add_test(tc, test_bad_values_keep_defaults);
 	tcase_add_test(tc, test_messages);
 	tcase_add_test(tc, test_cross_key_rules);
+	tcase_add_test(tc, test_env_variables);
 	suite_add_tcase(s, tc);
 	return s;
 }
