@@ -483,8 +483,12 @@ static bool refresh_maps(struct sd_proc *p, bool *ret_empty)
 		return mapped;
 	}
 	maps = realloc(out, o + 1); /* keep only what is used */
+	if (maps == NULL) {
+		free(out);
+		return mapped;
+	}
 	free(p->maps);
-	p->maps = maps != NULL ? maps : out;
+	p->maps = maps;
 	p->maps_size = o + 1;
 	charge(p);
 	return mapped;
@@ -553,7 +557,6 @@ static bool read_threads(struct sd_proc *p)
 	struct segread_thread *t = calloc(slots, sizeof(*t));
 	bool *used = calloc(slots, sizeof(*used));
 	uint32_t n = 0, j = 0;
-
 	bool ok;
 
 	if (t == NULL || used == NULL || segread_threads_used(&p->seg, used) != 0) {
@@ -824,9 +827,13 @@ static void mark_exited(struct sd_proc *p, const char *reason, const struct segr
 		logmsg("%s: pid %d no longer live (%s)", p->file, p->seg.pid, reason);
 }
 
+/* Forget an unlinked entry. Its name is remembered only while the file is
+ * still there (kept, or not removable), so a rescan does not adopt it
+ * again: under churn, removed files would fill the list for nothing. */
 static void retire(struct sd_proc *p)
 {
-	if (sd.nretired < SD_MAX_RETIRED)
+	if (sd.nretired < SD_MAX_RETIRED &&
+	    faccessat(dirfd_cache(), p->file, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
 		snprintf(sd.retired[sd.nretired++], NAME_MAX + 1, "%s", p->file);
 	proc_free(p);
 }
