@@ -10,12 +10,23 @@
  * maps the segment; otherwise it is kept, final state and all, for the
  * retention period, and its file is removed unless it asked to be kept.
  * The HTTP side is serve.c.
+ *
+ * Bounded under churn: an entry starts small (SD_HIST_MIN samples, no trace
+ * buffer) and its rings double on demand up to --history and --trace-keep;
+ * at most --max-exited exited entries are kept (the oldest go first); and
+ * the bytes entries keep never exceed --memory-budget (scratchd.h states the
+ * equation). When a growth would pass the budget, exited entries are
+ * evicted, oldest first; a need that still does not fit (a new process, a
+ * larger thread table) then shrinks the rings of live entries, largest
+ * first; what still does not fit is refused. Every sample and record let go
+ * this way is counted, per entry and in total.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -42,6 +53,8 @@ struct sd_state sd = {
         .retention_s = 300,
         .history = 600,
         .trace_keep = 16384,
+        .budget = 64u << 20,
+        .max_exited = 256,
 };
 
 static bool verbose;
@@ -126,8 +139,12 @@ static void unreject(const char *name)
 		}
 }
 
+/* Free an entry (linked or not) and take its bytes off the budget. */
 static void proc_free(struct sd_proc *p)
 {
+	sd.mem_used -= p->mem;
+	if (!p->live)
+		sd.nexited--;
 	if (p->fd >= 0)
 		close(p->fd);
 	free(p->threads);
@@ -137,6 +154,202 @@ static void proc_free(struct sd_proc *p)
 	free(p->maps);
 	free(p);
 }
+
+static void retire(struct sd_proc *p);
+
+/* ---------------------------------------------------------------------- */
+/* Memory: the budget, eviction, rings that grow and shrink                */
+/* ---------------------------------------------------------------------- */
+
+/* The rings an entry starts with and is never shrunk below: a process
+ * that lives a second takes a few samples and few growths. */
+#define SD_HIST_MIN  8
+#define SD_TRACE_MIN 16
+
+static uint32_t hist_min(void)
+{
+	return sd.history < SD_HIST_MIN ? sd.history : SD_HIST_MIN;
+}
+
+static size_t proc_bytes(const struct sd_proc *p)
+{
+	return sizeof(*p) + (size_t)p->hist_cap * sizeof(*p->hist) +
+	       (size_t)p->trace_cap * sizeof(*p->trace) +
+	       (size_t)p->nthreads * sizeof(*p->threads) + (size_t)p->nowners * sizeof(*p->owners) +
+	       p->maps_size;
+}
+
+/* Bring p's charge in line with what it holds now. */
+static void charge(struct sd_proc *p)
+{
+	size_t now = proc_bytes(p);
+
+	sd.mem_used = sd.mem_used - p->mem + now;
+	p->mem = now;
+	if (sd.mem_used > sd.mem_peak)
+		sd.mem_peak = sd.mem_used;
+}
+
+static void proc_unlink(struct sd_proc *p)
+{
+	for (struct sd_proc **pp = &sd.procs; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			return;
+		}
+}
+
+/*
+ * Forget the exited entry that exited first, except keep (an entry a caller
+ * is working on), and count it in *counter. False when there is none.
+ * Unlinks in place: a loop over sd.procs stays valid as long as it reads
+ * p->next after the call that may evict.
+ */
+static bool evict_oldest(const struct sd_proc *keep, uint64_t *counter)
+{
+	struct sd_proc *old = NULL;
+
+	for (struct sd_proc *p = sd.procs; p != NULL; p = p->next)
+		if (!p->live && p != keep && (old == NULL || p->exited_mono < old->exited_mono))
+			old = p;
+	if (old == NULL)
+		return false;
+	if (verbose)
+		logmsg("%s: pid %d evicted (%s)", old->file, old->seg.pid,
+		       counter == &sd.evicted_cap ? "--max-exited" : "--memory-budget");
+	proc_unlink(old);
+	retire(old);
+	(*counter)++;
+	return true;
+}
+
+/*
+ * Grow a full ring of cap elements (oldest at index oldest) to new_cap:
+ * the run from oldest to the end moves to the end of the larger buffer, so
+ * the free slots open just before the oldest element, where the next
+ * writes go. The caller adds new_cap - cap to its index of the oldest
+ * element. NULL without memory (buf untouched).
+ */
+static void *ring_grow(void *buf, size_t elem, uint32_t cap, uint32_t new_cap, uint32_t oldest)
+{
+	char *b = realloc(buf, (size_t)new_cap * elem);
+
+	if (b == NULL)
+		return NULL;
+	memmove(b + (size_t)(oldest + new_cap - cap) * elem, b + (size_t)oldest * elem,
+	        (size_t)(cap - oldest) * elem);
+	return b;
+}
+
+/* The newest min(len, new_cap) elements of a ring, in order from index 0
+ * of a new buffer of new_cap (*ret_len of them). NULL without memory. */
+static void *ring_keep_newest(const void *buf, size_t elem, uint32_t cap, uint32_t len,
+                              uint32_t oldest, uint32_t new_cap, uint32_t *ret_len)
+{
+	uint32_t keep = len < new_cap ? len : new_cap;
+	char *b = malloc((size_t)new_cap * elem);
+
+	if (b == NULL)
+		return NULL;
+	for (uint32_t i = 0; i < keep; i++)
+		memcpy(b + (size_t)i * elem,
+		       (const char *)buf + (size_t)((oldest + len - keep + i) % cap) * elem, elem);
+	*ret_len = keep;
+	return b;
+}
+
+static bool shrink_hist(struct sd_proc *p)
+{
+	uint32_t cap = p->hist_cap / 2 < hist_min() ? hist_min() : p->hist_cap / 2, len;
+	uint32_t oldest = (p->hist_pos + p->hist_cap - p->hist_len) % p->hist_cap;
+	struct sd_sample *h =
+	        ring_keep_newest(p->hist, sizeof(*h), p->hist_cap, p->hist_len, oldest, cap, &len);
+
+	if (h == NULL)
+		return false;
+	p->hist_dropped += p->hist_len - len;
+	sd.hist_dropped += p->hist_len - len;
+	free(p->hist);
+	p->hist = h;
+	p->hist_cap = cap;
+	p->hist_len = len;
+	p->hist_pos = len % cap;
+	charge(p);
+	return true;
+}
+
+static bool shrink_trace(struct sd_proc *p)
+{
+	uint32_t cap = p->trace_cap / 2 < SD_TRACE_MIN ? SD_TRACE_MIN : p->trace_cap / 2, len;
+	struct segread_record *t = ring_keep_newest(p->trace, sizeof(*t), p->trace_cap,
+	                                            p->trace_len, p->trace_pos, cap, &len);
+
+	if (t == NULL)
+		return false;
+	p->trace_dropped += p->trace_len - len;
+	sd.trace_dropped += p->trace_len - len;
+	free(p->trace);
+	p->trace = t;
+	p->trace_cap = cap;
+	p->trace_len = len;
+	p->trace_pos = 0;
+	charge(p);
+	return true;
+}
+
+/* Halve the larger ring of the live entry whose rings hold the most bytes
+ * above their minimum. False when no live entry has any to give. */
+static bool shrink_largest(void)
+{
+	struct sd_proc *big = NULL;
+	size_t most = 0, h = 0, t = 0;
+
+	for (struct sd_proc *p = sd.procs; p != NULL; p = p->next) {
+		size_t ph = (size_t)(p->hist_cap - hist_min()) * sizeof(*p->hist);
+		size_t pt = p->trace_cap > SD_TRACE_MIN
+		                    ? (size_t)(p->trace_cap - SD_TRACE_MIN) * sizeof(*p->trace)
+		                    : 0;
+
+		if (p->live && ph + pt > most) {
+			big = p;
+			most = ph + pt;
+			h = ph;
+			t = pt;
+		}
+	}
+	if (big == NULL)
+		return false;
+	return t >= h ? shrink_trace(big) : shrink_hist(big);
+}
+
+/*
+ * Make room in the budget for extra more bytes of entry state. Exited
+ * entries go first, oldest first (never keep, the entry asking); then,
+ * when need is set, the rings of live entries shrink, largest first. A
+ * want (need false: a ring growing) never shrinks another live entry.
+ * Returns whether the bytes fit now; the caller charges them once
+ * allocated.
+ */
+static bool mem_room(const struct sd_proc *keep, size_t extra, bool need)
+{
+	while (sd.mem_used + extra > sd.budget && evict_oldest(keep, &sd.evicted_budget))
+		;
+	while (need && sd.mem_used + extra > sd.budget && shrink_largest())
+		;
+	return sd.mem_used + extra <= sd.budget;
+}
+
+/* Keep at most --max-exited exited entries. Call outside any loop over
+ * sd.procs (it may evict any exited entry). */
+static void enforce_exited_cap(void)
+{
+	while (sd.nexited > sd.max_exited && evict_oldest(NULL, &sd.evicted_cap))
+		;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Adoption                                                                */
+/* ---------------------------------------------------------------------- */
 
 static bool refresh_maps(struct sd_proc *p, bool *ret_empty);
 static void sample(struct sd_proc *p);
@@ -167,6 +380,13 @@ static void adopt(const char *name)
 		goto out_close;
 	}
 	src.fd = fd;
+	/* The entry and its first history, as a need: a new process may
+	 * shrink the rings of older ones. */
+	if (!mem_room(NULL, sizeof(*p) + hist_min() * sizeof(*p->hist), true)) {
+		sd.refused++;
+		reject(name, "no room in scratchd's --memory-budget");
+		goto out_close;
+	}
 	p = calloc(1, sizeof(*p));
 	if (p == NULL)
 		goto out_close;
@@ -182,7 +402,7 @@ static void adopt(const char *name)
 	p->live = true;
 	p->seen_ns = stats_realtime_ns();
 	p->next_seq = 1;
-	p->hist_cap = sd.history;
+	p->hist_cap = hist_min();
 	p->hist = calloc(p->hist_cap, sizeof(*p->hist));
 	if (p->hist == NULL) {
 		proc_free(p);
@@ -190,6 +410,7 @@ static void adopt(const char *name)
 	}
 	p->next = sd.procs;
 	sd.procs = p;
+	charge(p);
 	/* Read the maps and take a first sample now: a request may come
 	 * before the first sampling round, and should see the threads (and
 	 * call sites need the maps). */
@@ -223,7 +444,8 @@ static void rescan(void)
 /* ---------------------------------------------------------------------- */
 
 /* Keep the file-backed lines of /proc/PID/maps (what libdw needs to map
- * addresses back to ELF files); returns whether the segment is mapped. */
+ * addresses back to ELF files); returns whether the segment is mapped.
+ * Without room in the budget the previous lines stay. */
 static bool refresh_maps(struct sd_proc *p, bool *ret_empty)
 {
 	char path[64];
@@ -256,8 +478,19 @@ static bool refresh_maps(struct sd_proc *p, bool *ret_empty)
 	}
 	out[o] = '\0';
 	free(maps);
+	if (o + 1 > p->maps_size && !mem_room(p, o + 1 - p->maps_size, true)) {
+		free(out);
+		return mapped;
+	}
+	maps = realloc(out, o + 1); /* keep only what is used */
+	if (maps == NULL) {
+		free(out);
+		return mapped;
+	}
 	free(p->maps);
-	p->maps = out;
+	p->maps = maps;
+	p->maps_size = o + 1;
+	charge(p);
 	return mapped;
 }
 
@@ -295,17 +528,41 @@ static int budget(struct sd_proc *p, int rc)
 	return rc;
 }
 
-static void read_threads(struct sd_proc *p)
+/* Replace *arr (of *n elements) with an exact copy of the first n of
+ * fresh, when the budget has room (a need): false leaves *arr as it was.
+ * fresh stays the caller's. */
+static bool keep_table(struct sd_proc *p, void **arr, uint32_t *old_n, const void *fresh,
+                       uint32_t n, size_t elem)
+{
+	void *copy = NULL;
+
+	if (n > *old_n && !mem_room(p, (size_t)(n - *old_n) * elem, true))
+		return false;
+	if (n > 0 && (copy = malloc((size_t)n * elem)) == NULL)
+		return false;
+	if (n > 0)
+		memcpy(copy, fresh, (size_t)n * elem);
+	free(*arr);
+	*arr = copy;
+	*old_n = n;
+	charge(p);
+	return true;
+}
+
+/* Read the thread slots into p->threads; false when they could not be
+ * kept (no memory, no room in the budget): the last sample's stay. */
+static bool read_threads(struct sd_proc *p)
 {
 	uint32_t slots = p->seg.thread_slots ? p->seg.thread_slots : 1;
 	struct segread_thread *t = calloc(slots, sizeof(*t));
 	bool *used = calloc(slots, sizeof(*used));
 	uint32_t n = 0, j = 0;
+	bool ok;
 
 	if (t == NULL || used == NULL || segread_threads_used(&p->seg, used) != 0) {
 		free(t);
 		free(used);
-		return;
+		return false;
 	}
 	for (uint32_t i = 0; i < p->seg.thread_slots; i++) {
 		int rc = used[i] ? budget(p, segread_thread(&p->seg, i, &t[n])) : -ENOENT;
@@ -323,11 +580,9 @@ static void read_threads(struct sd_proc *p)
 			t[n++] = p->threads[j];
 	}
 	free(used);
-	free(p->threads);
-	p->threads = n > 0 ? realloc(t, n * sizeof(*t)) : t; /* keep only what is used */
-	if (p->threads == NULL)
-		p->threads = t;
-	p->nthreads = n;
+	ok = keep_table(p, (void **)&p->threads, &p->nthreads, t, n, sizeof(*t));
+	free(t);
+	return ok;
 }
 
 /* Thread names change after the first pool use (pthread_setname_np):
@@ -362,14 +617,14 @@ static void read_owners(struct sd_proc *p)
 	for (uint32_t i = 0; i < p->seg.owner_slots; i++)
 		if (budget(p, segread_owner(&p->seg, i, &o[n])) == 0)
 			n++;
-	free(p->owners);
-	p->owners = o;
-	p->nowners = n;
+	/* Most processes own nothing: keep only the owners there are. */
+	(void)keep_table(p, (void **)&p->owners, &p->nowners, o, n, sizeof(*o));
+	free(o);
 }
 
 static void read_sample(struct sd_proc *p)
 {
-	struct scratch__proc_counters again;
+	struct scratch__proc_counters again, prev = p->pc;
 
 	/* A slot the pool reclaims is folded into proc->exited inside
 	 * proc->seq: read proc around the slots and retry when it moved, so a
@@ -379,7 +634,12 @@ static void read_sample(struct sd_proc *p)
 	for (int tries = 0; tries < 8; tries++) {
 		if (budget(p, segread_proc(&p->seg, &p->pc)) != 0)
 			memset(&p->pc, 0, sizeof(p->pc));
-		read_threads(p);
+		if (!read_threads(p)) {
+			/* The slots could not be kept: the counters that go
+			 * with the last sample's slots stay too. */
+			p->pc = prev;
+			break;
+		}
 		if (budget(p, segread_proc(&p->seg, &again)) != 0 || again.seq == p->pc.seq ||
 		    p->busy >= SD_BUSY_BUDGET)
 			break;
@@ -392,12 +652,37 @@ static void read_sample(struct sd_proc *p)
 	p->sampled_mono = stats_mono_ns();
 }
 
+/* Double a full history ring, up to --history, if the budget has room
+ * (a want: it evicts exited entries, never shrinks live ones). */
+static void grow_hist(struct sd_proc *p)
+{
+	uint32_t cap = p->hist_cap > sd.history / 2 ? sd.history : p->hist_cap * 2;
+	struct sd_sample *h;
+
+	if (cap <= p->hist_cap || !mem_room(p, (size_t)(cap - p->hist_cap) * sizeof(*h), false))
+		return;
+	h = ring_grow(p->hist, sizeof(*h), p->hist_cap, cap, p->hist_pos);
+	if (h == NULL)
+		return;
+	/* hist_pos, the next write, is where the free slots opened. */
+	p->hist = h;
+	p->hist_cap = cap;
+	charge(p);
+}
+
 /* A sample for the history: read, then keep the totals. */
 static void sample(struct sd_proc *p)
 {
 	struct sd_sample *s;
 
 	read_sample(p);
+	if (p->hist_len == p->hist_cap)
+		grow_hist(p);
+	if (p->hist_len == p->hist_cap && p->hist_cap < sd.history) {
+		/* Full below --history: the oldest sample goes for the budget. */
+		p->hist_dropped++;
+		sd.hist_dropped++;
+	}
 	s = &p->hist[p->hist_pos];
 	s->t_ns = p->sampled_ns;
 	s->tot = p->tot;
@@ -406,22 +691,25 @@ static void sample(struct sd_proc *p)
 		p->hist_len++;
 }
 
-/* Grow the kept-record buffer up to --trace-keep; it only grows while it
- * has never wrapped (trace_pos == 0), so growing is a plain realloc. */
+/* Double the full kept-record ring (from SD_TRACE_MIN), up to --trace-keep,
+ * if the budget has room (a want, as for the history). */
 static bool grow_trace(struct sd_proc *p)
 {
-	uint32_t cap = p->trace_cap < 256 ? 256 : p->trace_cap * 2;
+	uint32_t cap = p->trace_cap < SD_TRACE_MIN ? SD_TRACE_MIN : p->trace_cap * 2;
 	struct segread_record *t;
 
 	if (cap > sd.trace_keep)
 		cap = sd.trace_keep;
-	if (cap <= p->trace_cap || p->trace_pos != 0)
+	if (cap <= p->trace_cap || !mem_room(p, (size_t)(cap - p->trace_cap) * sizeof(*t), false))
 		return false;
-	t = realloc(p->trace, cap * sizeof(*t));
+	t = ring_grow(p->trace, sizeof(*t), p->trace_cap, cap, p->trace_pos);
 	if (t == NULL)
 		return false;
 	p->trace = t;
+	if (p->trace_cap > 0)
+		p->trace_pos += cap - p->trace_cap;
 	p->trace_cap = cap;
+	charge(p);
 	return true;
 }
 
@@ -447,8 +735,15 @@ static void keep_record(void *ctx, const struct segread_record *r)
 		p->owners_fresh = true;
 	}
 
-	if (p->trace_len == p->trace_cap && !grow_trace(p) && p->trace_cap == 0)
-		return;
+	p->drained++;
+	if (p->trace_len == p->trace_cap && !grow_trace(p) && p->trace_cap < sd.trace_keep) {
+		/* Full below --trace-keep (or no buffer at all): the record
+		 * that goes, goes for the budget. */
+		p->trace_dropped++;
+		sd.trace_dropped++;
+		if (p->trace_cap == 0)
+			return;
+	}
 	if (p->trace_len < p->trace_cap) {
 		at = (p->trace_pos + p->trace_len++) % p->trace_cap;
 	} else {
@@ -458,7 +753,6 @@ static void keep_record(void *ctx, const struct segread_record *r)
 		p->trace_pos = (p->trace_pos + 1) % p->trace_cap;
 	}
 	p->trace[at] = *r;
-	p->drained++;
 }
 
 static bool drain(struct sd_proc *p, bool final)
@@ -504,6 +798,7 @@ static void mark_exited(struct sd_proc *p, const char *reason, const struct segr
 	struct stat st;
 
 	p->live = false;
+	sd.nexited++;
 	p->reason = reason;
 	p->exit_ns = d->exited && d->exit_ns != 0 ? d->exit_ns : stats_realtime_ns();
 	p->exited_mono = stats_mono_ns();
@@ -521,13 +816,24 @@ static void mark_exited(struct sd_proc *p, const char *reason, const struct segr
 	p->seg.src.fd = -1;
 	p->seg.src.mem = NULL;
 	p->seg.src.mem_size = 0;
+	/* The maps only serve to symbolize kept records. */
+	if (p->trace_len == 0) {
+		free(p->maps);
+		p->maps = NULL;
+		p->maps_size = 0;
+		charge(p);
+	}
 	if (verbose)
 		logmsg("%s: pid %d no longer live (%s)", p->file, p->seg.pid, reason);
 }
 
+/* Forget an unlinked entry. Its name is remembered only while the file is
+ * still there (kept, or not removable), so a rescan does not adopt it
+ * again: under churn, removed files would fill the list for nothing. */
 static void retire(struct sd_proc *p)
 {
-	if (sd.nretired < SD_MAX_RETIRED)
+	if (sd.nretired < SD_MAX_RETIRED &&
+	    faccessat(dirfd_cache(), p->file, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
 		snprintf(sd.retired[sd.nretired++], NAME_MAX + 1, "%s", p->file);
 	proc_free(p);
 }
@@ -541,23 +847,23 @@ void sd_refresh(struct sd_proc *p)
 		read_sample(p);
 }
 
-/* One sampling round: liveness, counters, history, retention. */
+/* One sampling round: liveness, counters, history, retention, the cap on
+ * exited entries. p->next is read after each step, since a step may evict
+ * other (exited) entries. */
 static void sample_all(void)
 {
 	uint64_t now = stats_mono_ns();
 
-	for (struct sd_proc **pp = &sd.procs; *pp != NULL;) {
-		struct sd_proc *p = *pp;
+	for (struct sd_proc *p = sd.procs, *next; p != NULL; p = next) {
 		struct segread_dyn d;
 		const char *why;
 
 		if (!p->live) {
+			next = p->next;
 			if (now - p->exited_mono >= sd.retention_s * 1000000000u) {
-				*pp = p->next;
+				proc_unlink(p);
 				retire(p);
-				continue;
 			}
-			pp = &p->next;
 			continue;
 		}
 		if (segread_dyn(&p->seg, &d) != 0) {
@@ -570,8 +876,9 @@ static void sample_all(void)
 			mark_exited(p, why, &d);
 		else
 			sample(p);
-		pp = &p->next;
+		next = p->next;
 	}
+	enforce_exited_cap();
 	sd.samples++;
 }
 
@@ -663,8 +970,8 @@ out_err:
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: scratchd [-v] [--run-dir DIR] [--interval SECONDS] [--history N]\n"
-	           "                [--retention SECONDS] [--trace-keep N] [--listen "
-	           "127.0.0.1:PORT]\n");
+	           "                [--retention SECONDS] [--trace-keep N] [--max-exited N]\n"
+	           "                [--memory-budget BYTES[K|M|G]] [--listen 127.0.0.1:PORT]\n");
 }
 
 static bool parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *ret)
@@ -675,6 +982,34 @@ static bool parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *ret)
 	errno = 0;
 	v = strtoull(s, &end, 10);
 	if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi || *s == '-')
+		return false;
+	*ret = v;
+	return true;
+}
+
+/* A byte count with an optional K, M or G (powers of 1024), from 1 MiB to
+ * 1 TiB. */
+static bool parse_bytes(const char *s, uint64_t *ret)
+{
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || end == s || *s == '-')
+		return false;
+	if (*end != '\0') {
+		const char *units = "KMG", *u = strchr(units, *end);
+
+		if (u == NULL || end[1] != '\0')
+			return false;
+		shift = 10 * (unsigned)(u - units + 1);
+	}
+	if (v > (UINT64_C(1) << 40) >> shift)
+		return false;
+	v <<= shift;
+	if (v < (UINT64_C(1) << 20))
 		return false;
 	*ret = v;
 	return true;
@@ -701,6 +1036,8 @@ static int parse_args(int argc, char **argv, const char **run_dir, const char **
 	        {"history", required_argument, NULL, 'H'},
 	        {"retention", required_argument, NULL, 'r'},
 	        {"trace-keep", required_argument, NULL, 'k'},
+	        {"max-exited", required_argument, NULL, 'x'},
+	        {"memory-budget", required_argument, NULL, 'm'},
 	        {"listen", required_argument, NULL, 'l'},
 	        {"verbose", no_argument, NULL, 'v'},
 	        {"help", no_argument, NULL, 'h'},
@@ -710,7 +1047,7 @@ static int parse_args(int argc, char **argv, const char **run_dir, const char **
 	uint64_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "d:i:H:r:k:l:vhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:i:H:r:k:x:m:l:vhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			*run_dir = optarg;
@@ -732,6 +1069,15 @@ static int parse_args(int argc, char **argv, const char **run_dir, const char **
 			if (!parse_u64(optarg, 16, 1u << 24, &v))
 				goto out_bad;
 			sd.trace_keep = (uint32_t)v;
+			break;
+		case 'x':
+			if (!parse_u64(optarg, 0, 1000000, &v))
+				goto out_bad;
+			sd.max_exited = (uint32_t)v;
+			break;
+		case 'm':
+			if (!parse_bytes(optarg, &sd.budget))
+				goto out_bad;
 			break;
 		case 'l': {
 			struct sockaddr_in sa;
@@ -770,6 +1116,8 @@ out_bad:
 			       c == 'i'   ? "seconds from 0.01 to 3600"
 			       : c == 'H' ? "a whole number from 2 to 1000000"
 			       : c == 'r' ? "seconds from 0 to 31536000"
+			       : c == 'x' ? "a whole number from 0 to 1000000"
+			       : c == 'm' ? "bytes from 1M to 1024G, with K, M or G"
 			                  : "a whole number from 16 to 16777216");
 	return 2;
 }
@@ -852,6 +1200,10 @@ int main(int argc, char **argv)
 	if (rc != 0)
 		return rc;
 	raise_fd_limit();
+	/* One malloc arena: samples and requests run under sd.lock anyway, and
+	 * an arena per connection thread only keeps freed memory resident
+	 * (the budget bounds what the entries hold, not those free lists). */
+	mallopt(M_ARENA_MAX, 1);
 	sd.retired = calloc(SD_MAX_RETIRED, sizeof(*sd.retired));
 	if (sd.retired == NULL)
 		return 1;
@@ -863,6 +1215,9 @@ int main(int argc, char **argv)
 	             STATS_SOCKET_NAME) < 0)
 		return 1;
 	sd.start_ns = stats_realtime_ns();
+	/* The run directory's descriptor is held for the daemon's life: open
+	 * it now, so the count of descriptors at rest is the count at start. */
+	(void)dirfd_cache();
 	/* SIGTERM and SIGINT arrive through a signalfd; blocked before any
 	 * thread starts so every HTTP thread inherits the mask. */
 	sigemptyset(&mask);

@@ -59,7 +59,12 @@ struct sd_proc {
 	bool head_warned;     /* a lying ring head was logged (once per process) */
 	uint32_t busy;        /* seqlocked reads that gave up in this sample */
 
-	char *maps; /* file-backed lines of /proc/PID/maps, for symbolization */
+	char *maps;       /* file-backed lines of /proc/PID/maps, for symbolization */
+	size_t maps_size; /* bytes allocated for maps */
+
+	size_t mem;             /* bytes charged to the budget for this entry */
+	uint64_t hist_dropped;  /* samples let go before --history because of the budget */
+	uint64_t trace_dropped; /* records let go before --trace-keep because of the budget */
 };
 
 struct sd_rejected {
@@ -84,6 +89,16 @@ struct sd_state {
 	uint64_t interval_ms, retention_s, start_ns;
 	uint32_t history, trace_keep;
 	uint64_t samples; /* sampling rounds done */
+
+	/* Bounds under churn (see "Memory" above). */
+	uint64_t budget; /* --memory-budget, bytes */
+	uint64_t mem_used, mem_peak;
+	uint32_t max_exited;                  /* --max-exited */
+	uint32_t nexited;                     /* exited entries in sd.procs */
+	uint64_t evicted_cap;                 /* exited entries evicted over --max-exited */
+	uint64_t evicted_budget;              /* exited entries evicted for the budget */
+	uint64_t refused;                     /* segments not adopted: no room in the budget */
+	uint64_t hist_dropped, trace_dropped; /* sums of the per-process counts, evicted included */
 };
 
 extern struct sd_state sd;

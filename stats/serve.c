@@ -223,6 +223,10 @@ json_t *sd_proc_json(const struct sd_proc *p, bool detail)
 	json_object_set_new(tr, "lost", u64(p->lost));
 	json_object_set_new(o, "trace", tr);
 	json_object_set_new(o, "samples", json_integer(p->hist_len));
+	json_object_set_new(o, "memory", u64(p->mem));
+	json_object_set_new(o, "dropped",
+	                    json_pack("{s:o,s:o}", "history_samples", u64(p->hist_dropped),
+	                              "trace_records", u64(p->trace_dropped)));
 	if (!detail)
 		return o;
 	json_object_set_new(o, "conf", text(p->seg.conf));
@@ -331,6 +335,19 @@ static json_t *history_json(const struct sd_proc *p)
 	return o;
 }
 
+/* The registry's bounds and what they cost: memory against the budget,
+ * exited entries against their cap, and what was let go. */
+static json_t *registry_json(void)
+{
+	return json_pack("{s:o,s:o,s:o,s:i,s:i,s:o,s:o,s:o,s:{s:o,s:o}}", "memory_budget",
+	                 u64(sd.budget), "memory_used", u64(sd.mem_used), "memory_peak",
+	                 u64(sd.mem_peak), "max_exited", (int)sd.max_exited, "exited",
+	                 (int)sd.nexited, "evicted_max_exited", u64(sd.evicted_cap),
+	                 "evicted_memory_budget", u64(sd.evicted_budget), "refused",
+	                 u64(sd.refused), "dropped", "history_samples", u64(sd.hist_dropped),
+	                 "trace_records", u64(sd.trace_dropped));
+}
+
 static json_t *processes_json(void)
 {
 	json_t *o = json_object(), *a = json_array(), *r = json_array();
@@ -344,6 +361,7 @@ static json_t *processes_json(void)
 	json_object_set_new(o, "run_dir", json_string(sd.run_dir));
 	json_object_set_new(o, "processes", a);
 	json_object_set_new(o, "rejected", r);
+	json_object_set_new(o, "registry", registry_json());
 	return o;
 }
 
@@ -442,6 +460,35 @@ static void metric_samples(FILE *f, const struct metric *m, const struct sd_proc
 	}
 }
 
+/* The registry's bounds in the Prometheus text (registry_json's facts). */
+static void registry_metrics(FILE *f)
+{
+	fprintf(f,
+	        "# HELP scratchd_memory_bytes Bytes scratchd keeps for processes.\n"
+	        "# TYPE scratchd_memory_bytes gauge\n"
+	        "scratchd_memory_bytes %llu\n"
+	        "# HELP scratchd_memory_budget_bytes The most scratchd keeps for processes.\n"
+	        "# TYPE scratchd_memory_budget_bytes gauge\n"
+	        "scratchd_memory_budget_bytes %llu\n"
+	        "# HELP scratchd_evicted_processes_total Exited processes forgotten early.\n"
+	        "# TYPE scratchd_evicted_processes_total counter\n"
+	        "scratchd_evicted_processes_total{reason=\"max_exited\"} %llu\n"
+	        "scratchd_evicted_processes_total{reason=\"memory_budget\"} %llu\n"
+	        "# HELP scratchd_refused_processes_total Segments not adopted for lack of budget.\n"
+	        "# TYPE scratchd_refused_processes_total counter\n"
+	        "scratchd_refused_processes_total %llu\n"
+	        "# HELP scratchd_dropped_samples_total History samples dropped for the budget.\n"
+	        "# TYPE scratchd_dropped_samples_total counter\n"
+	        "scratchd_dropped_samples_total %llu\n"
+	        "# HELP scratchd_dropped_records_total Trace records dropped for the budget.\n"
+	        "# TYPE scratchd_dropped_records_total counter\n"
+	        "scratchd_dropped_records_total %llu\n",
+	        (unsigned long long)sd.mem_used, (unsigned long long)sd.budget,
+	        (unsigned long long)sd.evicted_cap, (unsigned long long)sd.evicted_budget,
+	        (unsigned long long)sd.refused, (unsigned long long)sd.hist_dropped,
+	        (unsigned long long)sd.trace_dropped);
+}
+
 static char *metrics_text(size_t *ret_len)
 {
 	char *buf = NULL;
@@ -494,6 +541,7 @@ static char *metrics_text(size_t *ret_len)
 	        "# TYPE scratchd_rejected_segments gauge\n"
 	        "scratchd_rejected_segments %u\n",
 	        live, exited, sd.nrejected);
+	registry_metrics(f);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;
@@ -794,11 +842,12 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url)
 	}
 	if (strcmp(url, "/v1") == 0 || strcmp(url, "/v1/") == 0)
 		return reply_json(c, MHD_HTTP_OK,
-		                  json_pack("{s:i,s:s,s:i,s:s,s:I,s:I}", "protocol", STATS_PROTOCOL,
-		                            "version", PACKAGE_VERSION, "pid", (int)getpid(),
-		                            "run_dir", sd.run_dir, "interval_ms",
+		                  json_pack("{s:i,s:s,s:i,s:s,s:I,s:I,s:o}", "protocol",
+		                            STATS_PROTOCOL, "version", PACKAGE_VERSION, "pid",
+		                            (int)getpid(), "run_dir", sd.run_dir, "interval_ms",
 		                            (json_int_t)sd.interval_ms, "retention_s",
-		                            (json_int_t)sd.retention_s));
+		                            (json_int_t)sd.retention_s, "registry",
+		                            registry_json()));
 	if (strcmp(url, "/v1/processes") == 0)
 		return reply_json(c, MHD_HTTP_OK, processes_json());
 	if (strncmp(url, "/v1/processes/", 14) != 0)
