@@ -1,0 +1,9 @@
+# The memory-locality audit's data collection (issue 14): the modules'
+# unit suite, the command-line driver the locality tests run, and the tests
+# on this host and in the two-node guest.
+
+check_PROGRAMS += tests/host_locality_tool
+tests_host_locality_tool_SOURCES = tests/host_locality_tool.c
+tests_host_locality_tool_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/stats
+tests_host_locality_tool_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_host_locality_tool_LDADD = libscratch_locality.la libscratch_segread.la $(JANSSON_LIBS)
