@@ -275,8 +275,9 @@ static int cmd_placement(int argc, char **argv)
 	unsigned flags = 0;
 	uint64_t addr, len;
 	struct placement p;
+	struct topology topo;
 	json_t *doc, *runs, *pages;
-	int maxnode = 0, r;
+	int maxnode, r;
 	pid_t pid;
 
 	if (argc > 0 && strcmp(argv[0], "--huge") == 0) {
@@ -286,6 +287,11 @@ static int cmd_placement(int argc, char **argv)
 	if (argc != 3 || !parse_pid(argv[0], &pid) || !parse_u64(argv[1], &addr) ||
 	    !parse_u64(argv[2], &len) || len > MAX_RANGE)
 		return usage();
+	r = topology_load(NULL, &topo, errbuf, sizeof(errbuf));
+	if (r != 0)
+		return failed(r, 0);
+	maxnode = (int)topo.nodes - 1;
+	topology_free(&topo);
 	r = placement_read(pid, (uintptr_t)addr, (size_t)len, flags, &p, errbuf, sizeof(errbuf));
 	if (r != 0)
 		return failed(r, 0);
