@@ -16,15 +16,16 @@
  *                         writers (which print their tids), wait for
  *                         SIGUSR2, then let them write: an attaching sampler
  *                         can attach to the writers before they touch
+ *     --nohuge            madvise(MADV_NOHUGEPAGE) on the buffer: one fault
+ *                         per 4 KiB page whatever the THP setting
  *     --hold              after the placement lines print "ready" and wait
  *                         for SIGTERM, so placement can be read from outside
  *   host_numa migrate     a thread named "mv) (1 2", pinned to CPU 0, prints
  *                         "mover tid=N" and "ready"; on SIGUSR1 it pins
- *                         itself to CPU 1 and prints "moved"; on SIGTERM
- *                         it exits
+ *                         itself to CPU 1 and prints "moved"
  *
- * Every wait gives up after 120 s (exit 3), so a test that dies never
- * leaves this running. Before touching, it prints the buffer:
+ * SIGTERM ends every wait (and the process, status 0); every wait gives up
+ * after 120 s (exit 3), so a test that dies never leaves this running. Before touching, it prints the buffer:
  *   buffer first=0xA mid=0xM end=0xE
  * and after the writers ran (or, with --late, once they started):
  *   writer first tid=N cpu=0
@@ -68,20 +69,27 @@ static pthread_mutex_t go_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t go_cond = PTHREAD_COND_INITIALIZER;
 static int go = 1;
 
-/* Wait for sig (blocked in every thread); exit 3 after WAIT_S. */
+/*
+ * Wait for sig (blocked in every thread, like SIGTERM): SIGTERM at any wait
+ * ends the process at once with status 0; exit 3 after WAIT_S.
+ */
 static void await(int sig)
 {
 	struct timespec ts = {WAIT_S, 0};
 	sigset_t set;
+	int got;
 
 	sigemptyset(&set);
 	sigaddset(&set, sig);
-	while (sigtimedwait(&set, NULL, &ts) != sig) {
+	sigaddset(&set, SIGTERM);
+	while ((got = sigtimedwait(&set, NULL, &ts)) < 0) {
 		if (errno != EINTR) {
 			fprintf(stderr, "host_numa: no signal %d in %d s\n", sig, WAIT_S);
 			exit(3);
 		}
 	}
+	if (got == SIGTERM)
+		exit(0);
 }
 
 static void pin(int cpu)
@@ -217,7 +225,7 @@ static void split(struct half h[2], bool late)
 
 int main(int argc, char **argv)
 {
-	bool late = false, hold = false;
+	bool late = false, hold = false, nohuge = false;
 	uintptr_t at = 0;
 	size_t size;
 	char *buf, *first, *mid, *end;
@@ -239,6 +247,8 @@ int main(int argc, char **argv)
 			late = true;
 		else if (strcmp(argv[i], "--hold") == 0)
 			hold = true;
+		else if (strcmp(argv[i], "--nohuge") == 0)
+			nohuge = true;
 		else
 			goto usage;
 	}
@@ -252,6 +262,10 @@ int main(int argc, char **argv)
 	first = (char *)(((uintptr_t)buf + PAGE - 1) & ~(PAGE - 1));
 	end = (char *)(((uintptr_t)buf + size) & ~(PAGE - 1));
 	mid = (char *)(((uintptr_t)buf + size / 2 + HUGE - 1) & ~(HUGE - 1));
+	if (nohuge && madvise(first, (size_t)(end - first), MADV_NOHUGEPAGE) != 0) {
+		perror("host_numa: madvise");
+		return 2;
+	}
 	printf("buffer first=%p mid=%p end=%p\n", (void *)first, (void *)mid, (void *)end);
 	fflush(stdout);
 	if (strcmp(argv[1], "split") == 0) {
@@ -275,7 +289,8 @@ int main(int argc, char **argv)
 		free(buf);
 	return 0;
 usage:
-	fprintf(stderr, "usage: host_numa split|untouched MIB [--at ADDR] [--late] [--hold]\n"
-	                "       host_numa migrate\n");
+	fprintf(stderr,
+	        "usage: host_numa split|untouched MIB [--at ADDR] [--late] [--nohuge] [--hold]\n"
+	        "       host_numa migrate\n");
 	return 2;
 }

@@ -8,8 +8,8 @@ tests_host_locality_tool_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/stats
 tests_host_locality_tool_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_host_locality_tool_LDADD = libscratch_locality.la libscratch_segread.la $(JANSSON_LIBS)
 
-TESTS += tests/guest_locality.test
-EXTRA_DIST += tests/guest_locality.test tests/locality_lib.sh
+TESTS += tests/locality_host.test tests/guest_locality.test
+EXTRA_DIST += tests/locality_host.test tests/guest_locality.test tests/locality_lib.sh
 
 # The modules' unit suites, in a Check runner of their own.
 check_PROGRAMS += tests/check_locality
