@@ -159,6 +159,7 @@ static int open_event(struct faults *f, pid_t pid, int cpu)
 {
 	struct perf_event_attr a;
 	long fd;
+	int e;
 
 	for (;;) {
 		init_attr(&a, !f->attach, f->exclude_kernel);
@@ -166,8 +167,9 @@ static int open_event(struct faults *f, pid_t pid, int cpu)
 		fd = syscall(SYS_perf_event_open, &a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 		if (fd >= 0)
 			return (int)fd;
-		if (errno != EACCES || f->exclude_kernel || paranoid() > 2)
-			return -errno;
+		e = errno; /* paranoid() reads a file */
+		if (e != EACCES || f->exclude_kernel || paranoid() > 2)
+			return -e;
 		f->exclude_kernel = true;
 	}
 }
@@ -396,12 +398,20 @@ static void online_cpus(uint64_t *set)
 	free(t);
 }
 
-/* The child: wait for the go byte, exec, or report the exec's errno. */
+/*
+ * The child: wait for the go byte, exec, or report the exec's errno. The
+ * command starts with no signal blocked, whatever the caller's mask (a
+ * daemon blocks signals it waits for with signalfd or sigwait).
+ */
 static void __attribute__((noreturn)) child(char *const argv[], int go, int report)
 {
+	sigset_t none;
 	char c;
 	ssize_t n;
 	int e;
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 
 	do
 		n = read(go, &c, 1);

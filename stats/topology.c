@@ -122,15 +122,22 @@ static long node_id(const char *name)
 	return (long)id;
 }
 
-static int load_nodes(struct topology *t, const char *root, char *err, size_t errlen)
+/* Every root/nodeN; *ret_missing tells a missing root (no NUMA in sysfs). */
+static int load_nodes(struct topology *t, const char *root, bool *ret_missing, char *err,
+                      size_t errlen)
 {
 	uint64_t set[SET_WORDS(TOPOLOGY_MAX_CPUS)];
 	struct dirent *d;
 	DIR *dir = opendir(root);
 	int r = 0;
 
-	if (dir == NULL)
-		return -errno;
+	if (dir == NULL) {
+		r = errno;
+		*ret_missing = r == ENOENT;
+		if (r == ENOENT)
+			return 0;
+		return fail(err, errlen, r, "cannot list %s: %s", root, strerror(r));
+	}
 	while (r == 0 && (d = readdir(dir)) != NULL) {
 		long id = node_id(d->d_name);
 
@@ -149,6 +156,7 @@ static int load_nodes(struct topology *t, const char *root, char *err, size_t er
 int topology_load(const char *root, struct topology *ret, char *err, size_t errlen)
 {
 	struct topology t = {0};
+	bool missing = false;
 	int r;
 
 	if (root == NULL)
@@ -158,8 +166,8 @@ int topology_load(const char *root, struct topology *ret, char *err, size_t errl
 		return fail(err, errlen, ENOMEM, "out of memory");
 	for (unsigned c = 0; c < TOPOLOGY_MAX_CPUS; c++)
 		t.cpu_node[c] = -1;
-	r = load_nodes(&t, root, err, errlen);
-	if (r == -ENOENT || (r == 0 && t.nodes == 0)) {
+	r = load_nodes(&t, root, &missing, err, errlen);
+	if (r == 0 && (missing || t.nodes == 0)) {
 		/* No NUMA in sysfs: one node holding every configured CPU. */
 		long n = sysconf(_SC_NPROCESSORS_CONF);
 
@@ -170,8 +178,6 @@ int topology_load(const char *root, struct topology *ret, char *err, size_t errl
 		t.node_mask = 1;
 		t.fallback = true;
 		r = 0;
-	} else if (r < 0 && err != NULL && errlen > 0 && err[0] == '\0') {
-		fail(err, errlen, -r, "cannot list %s: %s", root, strerror(-r));
 	}
 	if (r != 0) {
 		free(t.cpu_node);

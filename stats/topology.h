@@ -59,7 +59,8 @@ struct topology_thread {
 /*
  * Load the map from root (NULL: TOPOLOGY_SYSFS), reading each
  * root/nodeN/cpulist. A missing root gives the single-node fallback (with
- * sysconf(_SC_NPROCESSORS_CONF) CPUs). Returns 0, -ENOMEM, -ERANGE (a node
+ * sysconf(_SC_NPROCESSORS_CONF) CPUs); a node directory whose cpulist
+ * cannot be read is an error, not the fallback. Returns 0, -ENOMEM, -ERANGE (a node
  * id >= TOPOLOGY_MAX_NODES or a CPU id >= TOPOLOGY_MAX_CPUS), -EINVAL (a
  * cpulist that does not parse), or the errno of a failed read. On success
  * the caller frees with topology_free().

@@ -174,13 +174,21 @@ END_TEST
 
 START_TEST(test_node_range)
 {
-	char dir[] = "/tmp/check-topology.XXXXXX", err[256] = "";
+	char dir[] = "/tmp/check-topology.XXXXXX", err[256] = "", path[300];
 	struct topology t;
 
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	fake_node(dir, "node64", "0\n");
 	ck_assert_int_eq(topology_load(dir, &t, err, sizeof(err)), -ERANGE);
 	ck_assert_ptr_nonnull(strstr(err, "node id 64"));
+	remove_tree(dir);
+	/* A node whose cpulist vanished is an error, not the fallback. */
+	ck_assert_ptr_nonnull(mkdtemp(strcpy(dir, "/tmp/check-topology.XXXXXX")));
+	fake_node(dir, "node0", "0\n");
+	snprintf(path, sizeof(path), "%s/node1", dir);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	ck_assert_int_eq(topology_load(dir, &t, err, sizeof(err)), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(err, "node1/cpulist"));
 	remove_tree(dir);
 }
 END_TEST

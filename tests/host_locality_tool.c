@@ -27,7 +27,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -672,8 +671,6 @@ int main(int argc, char **argv)
 	}
 	if (i >= argc)
 		return usage();
-	/* A child that dies early must not kill us through a broken stdout. */
-	signal(SIGPIPE, SIG_IGN);
 	if (strcmp(argv[i], "topology") == 0)
 		return cmd_topology(argc - i - 1, argv + i + 1);
 	if (strcmp(argv[i], "placement") == 0)
