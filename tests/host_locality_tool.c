@@ -14,8 +14,10 @@
  * scalar is one "key=value" line, an object one "key k=v ..." line, and an
  * array of objects one line per element named by the key without its
  * plural 's' (thread, run, toucher). Addresses are hex in text, integers in
- * JSON. record prints, per page of the range, the FIRST fault sample (the
- * earliest by time) as runs of pages with the same first toucher, and
+ * JSON. record prints the sampling totals, per thread the samples kept
+ * (those in the range, or all without one), and, per page of the range,
+ * the FIRST fault sample (the earliest by time) as "toucher" totals per
+ * (tid, cpu) and "run"s of pages with the same first toucher; it
  * exits with CMD's status; attach streams "attached tid=N" lines (text
  * mode) as it attaches, and stops after SECONDS or when the process exits.
  *
@@ -396,14 +398,14 @@ struct toucher {
 	uint64_t pages;
 };
 
-static void add_toucher(json_t *arr, struct toucher *t, size_t *n, const struct first *f)
+/* Count f's page for its (tid, cpu); at most 256 pairs are told apart. */
+static void add_toucher(struct toucher *t, size_t *n, const struct first *f)
 {
 	for (size_t i = 0; i < *n; i++)
 		if (t[i].tid == f->tid && t[i].cpu == f->cpu) {
 			t[i].pages++;
 			return;
 		}
-	(void)arr;
 	if (*n < 256)
 		t[(*n)++] = (struct toucher){f->tid, f->cpu, 1};
 }
@@ -424,7 +426,7 @@ static void emit_range(json_t *doc, const struct collect *c, const struct topolo
 			continue;
 		touched++;
 		multi += f->samples > 1;
-		add_toucher(touchers, t, &nt, f);
+		add_toucher(t, &nt, f);
 		if (i > 0 && c->pages[i - 1].samples && c->pages[i - 1].tid == f->tid &&
 		    c->pages[i - 1].cpu == f->cpu)
 			continue; /* extends the run printed below */
