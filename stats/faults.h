@@ -80,8 +80,9 @@ int faults_probe(char *err, size_t errlen);
  * -EACCES/-EPERM (sampling refused: perf_event_paranoid, seccomp, LSM),
  * -ENOSYS/-EOPNOTSUPP/-ENOENT/-ENODEV (no perf events or no software
  * events here), -EMFILE, -ENOMEM, or the errno of a failed exec (-ENOENT,
- * -EACCES for a COMMAND that cannot be run: err says "cannot run"). On
- * failure no child is left running.
+ * -EACCES for a COMMAND that cannot be run); err begins with "cannot run "
+ * exactly when the exec failed, so a caller can tell a refused sampler from
+ * a bad COMMAND with the same errno. On failure no child is left running.
  */
 int faults_launch(char *const argv[], const struct faults_opts *o, faults_t **ret, pid_t *ret_child,
                   char *err, size_t errlen);
