@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <linux/perf_event.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -452,26 +453,50 @@ static int open_per_cpu(struct faults *f, char *err, size_t errlen)
 	return 0;
 }
 
-/* Release the child (or, with ok false, make it exit) and learn its exec's fate. */
+/*
+ * Write the go byte without risking SIGPIPE (the child may have been
+ * killed): block it around the write and take a pending one back.
+ */
+static bool send_go(int go)
+{
+	struct timespec zero = {0, 0};
+	sigset_t pipe_set, old;
+	bool sent;
+
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	sent = write(go, "g", 1) == 1;
+	if (!sent && errno == EPIPE)
+		sigtimedwait(&pipe_set, NULL, &zero);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return sent;
+}
+
+/*
+ * Release the child (or, with ok false, make it exit) and learn its exec's
+ * fate; the child is reaped unless it exec'd. Returns 0 once it exec'd.
+ */
 static int start_child(struct faults *f, int go, int report, bool ok, const char *cmd, char *err,
                        size_t errlen)
 {
+	bool sent = ok && send_go(go);
 	int e = 0, status;
 	ssize_t n;
 
-	if (ok && write(go, "g", 1) != 1)
-		ok = false;
 	close(go);
 	do
 		n = read(report, &e, sizeof(e));
 	while (n < 0 && errno == EINTR);
 	close(report);
-	if (ok && n <= 0)
+	if (sent && n <= 0)
 		return 0; /* exec succeeded: the close-on-exec end closed */
 	while (waitpid(f->pid, &status, 0) < 0 && errno == EINTR)
 		;
 	if (!ok)
-		return -1;
+		return -1; /* the caller's error stands */
+	if (!sent)
+		return fail(err, errlen, ECHILD, "the command's process died before its exec");
 	return fail(err, errlen, e, "cannot run %s: %s", cmd, strerror(e));
 }
 
