@@ -55,3 +55,10 @@ noinst_LTLIBRARIES += bench/libforward.la
 bench_libforward_la_SOURCES = bench/forward.c
 bench_libforward_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -fno-plt
 bench_libforward_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+
+# First-toucher sampling's cost per page fault (issue 14): stats/faults.c.
+noinst_PROGRAMS += bench/faults
+bench_faults_SOURCES = bench/faults.c
+bench_faults_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/stats
+bench_faults_LDADD = libscratch_locality.la libscratch_segread.la
+BENCH_RUN += bench/faults

@@ -49,3 +49,12 @@ EXTRA_DIST += stats/scratchd.service.in stats/scratchd.socket
 CLEANFILES += stats/scratchd.service
 stats/scratchd.service: $(srcdir)/stats/scratchd.service.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) stats && sed -e 's|@sbindir[@]|$(sbindir)|g' $(srcdir)/stats/scratchd.service.in >$@
+
+# The memory-locality audit's data collection (issue 14): CPU -> node map and
+# threads' nodes (topology), page placement (placement), first-toucher
+# sampling (faults). Each has its contract in its header; they use
+# stats_read_file, so link libscratch_segread.la beside this library.
+noinst_LTLIBRARIES += libscratch_locality.la
+libscratch_locality_la_SOURCES = stats/topology.c stats/topology.h \
+	stats/placement.c stats/placement.h stats/faults.c stats/faults.h
+libscratch_locality_la_CFLAGS = $(AM_CFLAGS)

@@ -26,3 +26,4 @@ tests_host_numa_CFLAGS = $(AM_CFLAGS) -fno-builtin
 tests_host_numa_LDADD = $(PTHREAD_LIBS)
 TESTS += tests/guest_numa.test
 EXTRA_DIST += tests/guest_numa.test tests/guest.sh
+include $(srcdir)/tests/locality.mk

@@ -1,0 +1,20 @@
+# The memory-locality audit's data collection (issue 14): the modules'
+# unit suite, the command-line driver the locality tests run, and the tests
+# on this host and in the two-node guest.
+
+check_PROGRAMS += tests/host_locality_tool
+tests_host_locality_tool_SOURCES = tests/host_locality_tool.c
+tests_host_locality_tool_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/stats
+tests_host_locality_tool_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_host_locality_tool_LDADD = libscratch_locality.la libscratch_segread.la $(JANSSON_LIBS)
+
+TESTS += tests/locality_host.test tests/guest_locality.test
+EXTRA_DIST += tests/locality_host.test tests/guest_locality.test tests/locality_lib.sh
+
+# The modules' unit suites, in a Check runner of their own.
+check_PROGRAMS += tests/check_locality
+tests_check_locality_SOURCES = tests/check_locality.c
+tests_check_locality_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/stats
+tests_check_locality_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_check_locality_LDADD = libscratch_locality.la libscratch_segread.la $(CHECK_LIBS) $(PTHREAD_LIBS)
+TESTS += tests/check_locality
