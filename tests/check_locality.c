@@ -1,13 +1,14 @@
 /*
  * check_locality.c - unit suites of the locality audit's data collection
- * (stats/topology, stats/placement, stats/faults), in a runner of their own
- * (tests/locality.mk). Pure parsers get hostile text; the syscall paths run
+ * (stats/topology, stats/placement, stats/faults), in the one Check runner
+ * (tests/check_scratch.c). Pure parsers get hostile text; the syscall paths run
  * against this process and its children. A case that needs sampling and
  * finds it refused here (perf_event_paranoid) checks the reason instead.
  *
  * Select with CK_RUN_SUITE=topology|placement|faults, CK_RUN_CASE=...
  */
-#define _GNU_SOURCE
+#include "config.h"
+
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
@@ -21,9 +22,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "faults.h"
-#include "placement.h"
-#include "topology.h"
+#include "../stats/faults.h"
+#include "../stats/placement.h"
+#include "../stats/topology.h"
+#include "suites.h"
 
 #define PAGE 4096UL
 
@@ -529,7 +531,7 @@ START_TEST(test_attach)
 }
 END_TEST
 
-static Suite *topology_suite(void)
+Suite *topology_suite(void)
 {
 	Suite *s = suite_create("topology");
 	TCase *parse = tcase_create("parse"), *sys = tcase_create("sys");
@@ -545,7 +547,7 @@ static Suite *topology_suite(void)
 	return s;
 }
 
-static Suite *placement_suite(void)
+Suite *placement_suite(void)
 {
 	Suite *s = suite_create("placement");
 	TCase *parse = tcase_create("parse"), *sys = tcase_create("sys");
@@ -559,7 +561,7 @@ static Suite *placement_suite(void)
 	return s;
 }
 
-static Suite *faults_suite(void)
+Suite *faults_suite(void)
 {
 	Suite *s = suite_create("faults");
 	TCase *sys = tcase_create("sys");
@@ -570,17 +572,4 @@ static Suite *faults_suite(void)
 	tcase_add_test(sys, test_attach);
 	suite_add_tcase(s, sys);
 	return s;
-}
-
-int main(void)
-{
-	SRunner *sr = srunner_create(topology_suite());
-	int failed;
-
-	srunner_add_suite(sr, placement_suite());
-	srunner_add_suite(sr, faults_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

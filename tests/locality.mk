@@ -11,10 +11,6 @@ tests_host_locality_tool_LDADD = libscratch_locality.la libscratch_segread.la $(
 TESTS += tests/locality_host.test tests/guest_locality.test
 EXTRA_DIST += tests/locality_host.test tests/guest_locality.test tests/locality_lib.sh
 
-# The modules' unit suites, in a Check runner of their own.
-check_PROGRAMS += tests/check_locality
-tests_check_locality_SOURCES = tests/check_locality.c
-tests_check_locality_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/stats
-tests_check_locality_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-tests_check_locality_LDADD = libscratch_locality.la libscratch_segread.la $(CHECK_LIBS) $(PTHREAD_LIBS)
-TESTS += tests/check_locality
+# The modules' unit suites, in the one Check runner.
+tests_check_scratch_SOURCES += tests/check_locality.c
+tests_check_scratch_LDADD += libscratch_locality.la libscratch_segread.la

@@ -10,5 +10,8 @@ Suite *workers_suite(void);
 Suite *arena_suite(void);
 Suite *workspace_suite(void);
 Suite *segread_suite(void);
+Suite *topology_suite(void);
+Suite *placement_suite(void);
+Suite *faults_suite(void);
 
 #endif
