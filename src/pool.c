@@ -1782,6 +1782,19 @@ static void remote_free(struct tcache *owner, uint32_t id, uint64_t cap)
 
 static inline void release_block(uint32_t id);
 
+/* Did the release fast path fail on an own block only because a decay
+ * pass had the gate up (the cache has room)? A racy look at the thread's
+ * own bins: at worst it waits for a pass for nothing, or sends a block
+ * to the depot that a cache would have taken. */
+static bool release_gated(const struct tcache *tc, const struct blk *d)
+{
+	uint64_t cap = g.cls_size[d->cls];
+
+	return __atomic_load_n(&g.gate, __ATOMIC_ACQUIRE) ||
+	       (__atomic_load_n(&tc->bins[d->cls].count, __ATOMIC_RELAXED) < g.conf.cache_count &&
+	        __atomic_load_n(&tc->cached_bytes, __ATOMIC_RELAXED) + cap <= g.cache_bytes);
+}
+
 SCRATCH_COLD static void release_slow(struct tcache *tc, uint32_t id)
 {
 	struct blk *d = &g.blk[id];
@@ -1806,8 +1819,8 @@ SCRATCH_COLD static void release_slow(struct tcache *tc, uint32_t id)
 		errno = saved;
 		return;
 	}
-	if (is_tc(tc) && d->owner == tc->tag && __atomic_load_n(&g.gate, __ATOMIC_ACQUIRE)) {
-		/* The cache looked full because a decay pass has the gate up:
+	if (is_tc(tc) && d->owner == tc->tag && release_gated(tc, d)) {
+		/* The cache looked full because a decay pass had the gate up:
 		 * wait for it (it holds g.lock) and try again. */
 		pthread_mutex_lock(&g.lock);
 		pthread_mutex_unlock(&g.lock);
