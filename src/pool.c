@@ -12,26 +12,64 @@
  * Size classes: four per power of two, so a class is at most 25% above the
  * smallest request it serves; untouched tail pages are never faulted.
  *
+ * Reuse is hot-first. A request takes the head of its own class's bin (the
+ * fast path); failing that, on the slow path, the idle block of its
+ * thread's cache released last among the larger classes it may take (at
+ * most max_fit times the request, 64 by default), then the depot's own
+ * class or, the same way, its larger ones; only then a new block. So the
+ * memory a thread touched a moment ago serves its next request of any
+ * size. A miss that continues a climb (the thread's last two growths rose
+ * to just below it, within 4x) carves twice the request: a buffer that
+ * grows every token costs one new block per doubling, and the growth
+ * returns the pages of the blocks it outgrew (growth_shed). A block keeps
+ * its class for life (reclass aside): it goes back to its own bin.
+ *
  * A block is in exactly one place at a time:
  *   LEASED  - lent to the program;
  *   CACHED  - in its owner thread's LIFO bin (private, no lock);
  *   REMOTE  - on its owner's lock-free remote-free list (freed elsewhere);
  *   DEPOT   - in the process-wide depot (under the pool lock), no owner;
- *   EMPTY   - pages returned to the OS, address kept for reuse by its class.
+ *   EMPTY   - pages returned to the OS, address kept for reuse by its class
+ *             (in its class's empty list, or on a decay pass's private list
+ *             while the pass returns its pages).
  *
  * Accounting (struct scratch__counters, per thread; proc counters for the
- * rest), exact whenever no call is in flight:
- *   thread.retained = capacities of blocks it owns (CACHED + REMOTE + LEASED)
+ * rest), exact whenever no call is in flight (a decay pass counts as one):
+ *   thread.retained = retained - decayed_bytes
+ *                   = capacities of blocks it owns (CACHED + REMOTE + LEASED)
  *   thread.leased   = leased - remote_in_bytes  (remote frees are credited
- *                     by the freeing thread with one atomic add)
+ *                     by the freeing thread with one atomic add; a decay
+ *                     pass credits the blocks it takes out of a cache the
+ *                     same way, in decayed_bytes)
  *   total.retained  = sum(thread.retained) + depot_bytes + orphan_retained
  *   total.leased    = sum(thread.leased) + orphan_leased
- * Orphans are blocks lent to threads without a cache (exited, or beyond
- * max_threads); exited threads' counters are folded into proc->exited.
+ *   live_blocks     = blocks not EMPTY
+ * Byte figures are block capacities, whatever the request: a 40 MiB request
+ * served by a 64 MiB block leases 64 MiB. Orphans are blocks lent to
+ * threads without a cache (exited, or beyond max_threads); exited threads'
+ * counters are folded into proc->exited.
+ *
+ * Decay: an idle block's pages go back to the OS once it has been idle for
+ * decay_ms (10 s by default, jemalloc's dirty_decay_ms); its address and
+ * class stay, in its class's empty list, and it comes back fresh (zero, so
+ * calloc writes nothing). The fast paths read no clock: a cached block's
+ * stamp is its owner's frees count, and decay passes note those counts
+ * with the time (see decay_period_ms). A host that goes quiet after a burst
+ * makes no call at all, so passes run on a helper thread ("scratch-decay"),
+ * started at the first slow-path acquire: a check on other threads' slow
+ * paths or on pass-through calls never comes in a parked process. The
+ * thread blocks every signal, uses no pool of its own, parks on a futex
+ * when no block is live, and does not survive fork (a child starts its own
+ * at its first growth). With decay_thread:false, passes ride on slow-path
+ * acquires instead (every 16th of a thread's reads the clock). A pass
+ * enters other threads' caches through the gate (gate_raise), which costs
+ * the fast paths no fence.
  *
  * Locking: the fast paths (a cache hit, a release into the owner's cache)
  * take no lock and make no system call. The pool lock guards the depot,
- * the empty lists, carving, thread slots and proc counters.
+ * the empty lists, carving, thread slots, proc counters and the gate; a
+ * decay pass holds dk.lock from start to end (fork waits for it). Order:
+ * init_lock, dk.lock, g.lock.
  */
 #include "config.h"
 
