@@ -34,8 +34,10 @@
  * cpu_ms_per_token is its user+system time per token (the workers sleep in
  * the barriers, so this is work done, which other load disturbs less than
  * wall-clock time). warmup_excess_ms is what the warm-up tokens took beyond
- * the steady rate, the first touch of a growing allocator; prefault_ms is what
- * the floor's pre-faulting took before its timer.
+ * the steady rate, the first touch of a growing allocator, with the faults and
+ * the kernel CPU time (all threads) of the warm-up beside; sys_ms is the
+ * kernel CPU time of the whole run, on this loop nearly all page faults;
+ * prefault_ms is what the floor's pre-faulting took before its timer.
  */
 #include <errno.h>
 #include <limits.h>
@@ -325,6 +327,7 @@ static bool run_token(struct decode *d, unsigned tok, char *pre_shared, char *pr
 struct sample {
 	double t;
 	double cpu; /* user+system seconds of the whole process */
+	double sys; /* system seconds alone: page faults, madvise, mmap */
 	long faults;
 };
 
@@ -345,6 +348,7 @@ static struct sample take_sample(void)
 	s.faults = ru.ru_minflt + ru.ru_majflt;
 	s.cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
 	        (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+	s.sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 	s.t = now();
 	return s;
 }
@@ -502,10 +506,12 @@ static void report(const struct decode *d, struct sample s0, struct sample s1, s
 	       "seconds=%.4f tokens_per_s=%.3f steady_tokens_per_s=%.3f faults=%ld "
 	       "faults_per_token=%.2f steady_faults_per_token=%.2f peak_rss_kib=%ld "
 	       "cpu_ms_per_token=%.3f steady_cpu_ms_per_token=%.3f first_token_ms=%.2f "
-	       "steady_ms_per_token=%.3f warmup_excess_ms=%.2f prefault_ms=%.2f\n",
+	       "steady_ms_per_token=%.3f warmup_excess_ms=%.2f prefault_ms=%.2f "
+	       "warmup_faults=%ld warmup_sys_ms=%.1f sys_ms=%.1f\n",
 	       variant, sizes, d->workers, d->tokens, d->layers, d->warmup, secs, tps, steady_tps,
 	       s2.faults - s0.faults, fpt, steady_fpt, rss, (s2.cpu - s0.cpu) * 1e3 / d->tokens,
-	       (s2.cpu - s1.cpu) * 1e3 / steady, tm.first_ms, steady_ms, excess_ms, tm.prefault_ms);
+	       (s2.cpu - s1.cpu) * 1e3 / steady, tm.first_ms, steady_ms, excess_ms, tm.prefault_ms,
+	       s1.faults - s0.faults, (s1.sys - s0.sys) * 1e3, (s2.sys - s0.sys) * 1e3);
 }
 
 /* The timed loop, with the workers already running. */

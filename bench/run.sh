@@ -46,7 +46,14 @@ vlayers=2
 vwarmup=$((vtokens / 2))
 vargs="--vary --tokens $vtokens --layers $vlayers --warmup $vwarmup"
 churn_steps=${BENCH_CHURN_STEPS:-2000}
+# jemalloc as the PyTorch CPU tuning guides set it: the Intel Extension for
+# PyTorch guide (which PyTorch's own guide points to) gives these decay times
+# of 9*10^9 ms; others give -1 (never purge). They differ: with the former the
+# background threads still purge (strace shows their madvise calls, and the
+# decode loop faults most of its working set every token), with -1 nothing is
+# purged. Both are measured.
 tuned='oversize_threshold:1,background_thread:true,metadata_thp:auto,dirty_decay_ms:9000000000,muzzy_decay_ms:9000000000'
+tuned_never='oversize_threshold:1,background_thread:true,metadata_thp:auto,dirty_decay_ms:-1,muzzy_decay_ms:-1'
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/scratch-bench.XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT
@@ -86,6 +93,7 @@ cfg_env() {
 	case $1 in
 	jemalloc) echo "LD_PRELOAD=$je" ;;
 	jemalloc-tuned) echo "LD_PRELOAD=$je MALLOC_CONF=$tuned" ;;
+	jemalloc-never) echo "LD_PRELOAD=$je MALLOC_CONF=$tuned_never" ;;
 	tcmalloc) echo "LD_PRELOAD=$tc" ;;
 	mimalloc) echo "LD_PRELOAD=$mi" ;;
 	shim-glibc) echo "LD_PRELOAD=$shim_glibc SCRATCH_RUNTIME_DIR=$T/run" ;;
@@ -227,7 +235,7 @@ report() {
 	# best_peer(t, k): of the comparison allocators measured in table t,
 	# the one with the highest median k.
 	function best_peer(t, k,    n, i, p, b, m, v) {
-		n = split("glibc jemalloc jemalloc-tuned tcmalloc mimalloc", p, " ")
+		n = split("glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc", p, " ")
 		b = ""
 		for (i = 1; i <= n; i++) {
 			if (status(t, p[i]) != "")
@@ -250,8 +258,8 @@ report() {
 	# with no result at all are left out), each figure beside its target on
 	# the shim rows; then what part of each whole-run gap is first touch.
 	function decode_table(t,    cfgs, names, n, i, c, f, fl, frss, bw, bs, shim, xf, xb, xs, xsb, fs, rss, t1, ex) {
-		n = split("floor glibc jemalloc jemalloc-tuned tcmalloc mimalloc shim-glibc shim-jemalloc shim-glibc-nothp", cfgs, " ")
-		split("floor (prealloc)|glibc|jemalloc|jemalloc tuned|tcmalloc|mimalloc|shim on glibc|shim on jemalloc|shim, thp:false", names, "|")
+		n = split("floor glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc shim-glibc shim-jemalloc shim-glibc-nothp", cfgs, " ")
+		split("floor (prealloc)|glibc|jemalloc|jemalloc tuned|jemalloc tuned -1|tcmalloc|mimalloc|shim on glibc|shim on jemalloc|shim, thp:false", names, "|")
 		fl = status(t, "floor") == ""
 		frss = fl ? median(t, "floor", "peak_rss_kib") : ""
 		bw = best_peer(t, "tokens_per_s")
@@ -301,7 +309,11 @@ report() {
 		ef = median(t, "floor", "warmup_excess_ms")
 		printf "  First touch: the floor pre-faulted its buffers in %.0f ms before its timer, against a whole\n", pf
 		printf "  run of %.0f ms; paid inside the timer, that would have put it at %.2fx its figure. The\n", tf, tf / (tf + pf)
-		printf "  whole-run gap to the floor (medians of the runs), and its parts:\n"
+		printf "  whole-run gap to the floor (medians of the runs) and its parts; the floor spent %.0f ms of\n",
+			median(t, "floor", "sys_ms")
+		printf "  kernel CPU time in its whole run (%.0f faults in its warm-up). Kernel time here is page\n",
+			median(t, "floor", "warmup_faults")
+		printf "  faults, first touch; a run that still faults in its steady state pays that in the steady part:\n"
 		n = split("shim-glibc shim-jemalloc shim-glibc-nothp " bw, cfgs, " ")
 		for (i = 1; i <= n; i++) {
 			c = cfgs[i]
@@ -310,16 +322,18 @@ report() {
 			tc = median(t, c, "seconds") * 1000
 			gap = tc - tf
 			ex = median(t, c, "warmup_excess_ms") - ef
-			printf "    %-22s %6.0f ms %+6.0f ms: warm-up excess (first touch, growth) %+6.0f ms, steady state %+6.0f ms;\n",
+			printf "    %-26s %6.0f ms %+6.0f ms: warm-up excess %+6.0f ms, steady state %+6.0f ms;\n",
 				c == bw ? c " (best peer)" : c, tc, gap, ex, gap - ex
-			printf "    %-22s against the floor with its pre-fault counted: %.2fx\n", "", (tf + pf) / tc
+			printf "    %-26s kernel CPU time (all threads) %.0f ms in the warm-up (%.0f faults), %.0f ms in all;\n", "",
+				median(t, c, "warmup_sys_ms"), median(t, c, "warmup_faults"), median(t, c, "sys_ms")
+			printf "    %-26s against the floor with its pre-fault counted: %.2fx\n", "", (tf + pf) / tc
 		}
 	}
 	# churn_table(t): each shim against its backend alone on bench/churn.
 	function churn_table(t,    n, i, c, b, cfgs, names, bs, f, sp, x, rss, xr, live) {
-		n = split("glibc shim-glibc jemalloc shim-jemalloc tcmalloc mimalloc", cfgs, " ")
-		split("glibc alone|shim on glibc|jemalloc alone|shim on jemalloc|tcmalloc|mimalloc", names, "|")
-		split("- glibc - jemalloc - -", bs, " ")
+		n = split("glibc shim-glibc jemalloc shim-jemalloc tcmalloc", cfgs, " ")
+		split("glibc alone|shim on glibc|jemalloc alone|shim on jemalloc|tcmalloc", names, "|")
+		split("- glibc - jemalloc -", bs, " ")
 		f = "  %-17s %9s %9s %-4s %10s %9s %9s %-4s %9s %8s\n"
 		printf f, "", "steps/s", "speed x", "", "faults/", "peak RSS", "RSS x", "", "live set", "RSS x"
 		printf f, "allocator", "", "backend", "", "step", "MiB", "backend", "", "peak MiB", "live"
@@ -507,21 +521,22 @@ decode_legend() {
 	cat <<EOF
    Whole-run tokens/s covers every token, warm-up included; steady tokens/s and faults/token
    (minflt+majflt) the tokens after the warm-up. Ratios are medians of per-round ratios, to the
-   floor and to the best peer (of glibc, jemalloc, tuned jemalloc, tcmalloc and mimalloc, the
-   one with the best median, named under the table). Peak RSS is VmHWM. Token 0 ms is the
+   floor and to the best peer (of glibc, jemalloc, both tuned jemallocs, tcmalloc and mimalloc,
+   the one with the best median, named under the table). Peak RSS is VmHWM. Token 0 ms is the
    first token alone; warm-up excess is what the warm-up tokens took beyond the run's own
    steady rate: first touch and growth. The floor allocates every buffer at its largest size
    and pre-faults it before its timer; each use writes the same bytes as in the other runs.
    Targets (shim rows): whole run ahead of every peer (> 1x the best), steady state >= 0.97x
    the floor, 0 faults per token in steady state, peak RSS <= 1.25x the floor's.
    jemalloc tuned: MALLOC_CONF=$tuned
-   (the PyTorch CPU tuning guides': decay times of about 10^5 days, i.e. no purging in a run).
+   (the Intel Extension for PyTorch tuning guide's); jemalloc tuned -1: the same with both
+   decay times -1 (never purge), as other PyTorch CPU guides give it.
 EOF
 }
 
 bench_decode() {
 decode_rounds decode "$dargs" "$frounds" "floor shim-glibc shim-jemalloc shim-glibc-nothp" \
-	"glibc jemalloc jemalloc-tuned tcmalloc mimalloc"
+	"glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc"
 cat <<EOF
 1. Decode loop, fixed sizes (issue 3): 2 worker threads + main, $tokens tokens x $layers layers
    ($warmup warm-up); per layer each worker allocates temporaries of 16 KiB-16 MiB (powers of
@@ -546,7 +561,7 @@ report decode decode-main-alloc
 
 bench_vary() {
 decode_rounds vary "$vargs" "$rounds" "floor shim-glibc shim-jemalloc" \
-	"glibc jemalloc jemalloc-tuned tcmalloc mimalloc"
+	"glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc"
 cat <<EOF
 
 1v. Decode loop, sizes that vary (issue 12, --vary): 2 worker threads + main, $vtokens tokens x
@@ -575,7 +590,7 @@ bench_churn() {
 r=1
 while [ "$r" -le "$rounds" ]; do
 	progress "large-block churn, round $r of $rounds"
-	for cfg in $(shuffle $((r + 200)) glibc shim-glibc jemalloc shim-jemalloc tcmalloc mimalloc); do
+	for cfg in $(shuffle $((r + 200)) glibc shim-glibc jemalloc shim-jemalloc tcmalloc); do
 		run churn "$cfg" churn --steps "$churn_steps"
 	done
 	r=$((r + 1))
@@ -585,7 +600,7 @@ cat <<EOF
 1c. Large-block churn (issue 12, bench/churn): one thread keeps 32 blocks of random sizes from
    5 to 25 MiB (whole pages, from a seeded PRNG) and $churn_steps times frees a random one, mallocs
    one of a new random size and writes each of its pages. Each shim against its backend alone
-   (tcmalloc and mimalloc for reference): steps/s and peak RSS (VmHWM), with the shims' ratios
+   (tcmalloc for reference): steps/s and peak RSS (VmHWM), with the shims' ratios
    as medians of per-round ratios over $rounds interleaved rounds (each in a new order); the
    live set's own peak beside.
    Targets (shim rows): peak RSS <= 1.10x the backend's alone, at equal or better speed.
