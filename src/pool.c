@@ -21,7 +21,8 @@
  * size. A miss that continues a climb (the thread's last two growths rose
  * to just below it, within 4x) carves twice the request: a buffer that
  * grows every token costs one new block per doubling, and the growth
- * returns the pages of the blocks it outgrew (growth_shed). A block keeps
+ * returns the pages of the blocks it outgrew (carve_shed: any new block
+ * does, for the idle blocks of the thread below its class). A block keeps
  * its class for life (reclass aside): it goes back to its own bin.
  *
  * A block is in exactly one place at a time:
@@ -1330,7 +1331,9 @@ SCRATCH_COLD static void decay_start(void)
 		return;
 	if (g.conf.decay_thread && pthread_attr_init(&attr) == 0) {
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		pthread_attr_setstacksize(&attr, 64 << 10);
+		/* room for the static TLS of big hosts too; only what it
+		 * touches (a few pages) is ever resident */
+		pthread_attr_setstacksize(&attr, 256 << 10);
 		sigfillset(&all);
 		pthread_sigmask(SIG_SETMASK, &all, &old);
 		rc = pthread_create(&t, &attr, decay_main, NULL);
@@ -1477,18 +1480,19 @@ static unsigned growth_class(const struct tcache *tc, uint64_t size, unsigned bi
 }
 
 /*
- * A growth leaves the blocks it outgrew idle in tc's cache: the classes in
- * the growth window below bin. Their pages go back now, at most bytes of
- * them (the new block's capacity), so a growing buffer leaves no trail of
- * resident idle blocks; their addresses stay with their classes. Under
- * g.lock (dropped around each madvise); tc is the caller's, busy.
+ * A new block of bytes for a request of class bin: tc's idle blocks of the
+ * classes below could not serve it, and a growing buffer (or a working set
+ * that moved up) leaves them behind. Their pages go back now, the smallest
+ * classes first and at most bytes of them, so the new pages replace old
+ * ones instead of adding to them and no trail of resident idle blocks
+ * stays; their addresses stay with their classes. Under g.lock (dropped
+ * around each madvise); tc is the caller's, busy.
  */
-static void growth_shed(struct tcache *tc, unsigned bin, uint64_t bytes)
+static void carve_shed(struct tcache *tc, unsigned bin, uint64_t bytes)
 {
 	uint64_t shed = 0;
-	unsigned lo = bin > g.cls_base + GROWTH_WINDOW ? bin - GROWTH_WINDOW : g.cls_base;
 
-	for (unsigned b = lo; b < bin && shed < bytes; b++)
+	for (unsigned b = g.cls_base; b < bin && shed < bytes; b++)
 		while (tc->bins[b].head != 0 && shed < bytes) {
 			shed += g.cls_size[b];
 			block_empty(bin_pop(tc, b));
@@ -1540,8 +1544,8 @@ static uint32_t depot_or_carve(struct tcache *tc, uint64_t size, unsigned bin, b
 		tc_flush_locked(tc);
 		id = carve(want = bin);
 	}
-	if (id != 0 && want != bin)
-		growth_shed(tc, bin, g.cls_size[want]);
+	if (id != 0)
+		carve_shed(tc, bin, g.cls_size[want]);
 	pthread_mutex_unlock(&g.lock);
 	if (id == 0)
 		return 0;
