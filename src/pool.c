@@ -61,10 +61,10 @@
  * paths or on pass-through calls never comes in a parked process. The
  * thread blocks every signal, uses no pool of its own, parks on a futex
  * when no block is live, and does not survive fork (a child starts its own
- * at its first growth). With decay_thread:false, passes ride on slow-path
- * acquires instead (every 16th of a thread's reads the clock). A pass
- * enters other threads' caches through the gate (gate_raise), which costs
- * the fast paths no fence.
+ * at its first slow-path acquire). With decay_thread:false, passes ride
+ * on slow-path acquires instead (every 16th of a thread's reads the
+ * clock). A pass enters other threads' caches through the gate
+ * (gate_raise), which costs the fast paths no fence.
  *
  * Locking: the fast paths (a cache hit, a release into the owner's cache)
  * take no lock and make no system call. The pool lock guards the depot,
@@ -1316,7 +1316,7 @@ static void *decay_main(void *arg)
  * own. It blocks every signal (the host's signals are the host's), never
  * touches a pool of its own, sleeps decay_ms/4 between passes while blocks
  * are live and parks on a futex once none is; a fork's child starts its own
- * at its first growth. Failing that, passes run inline (DK_INLINE).
+ * at its first slow-path acquire. Failing that, passes run inline (DK_INLINE).
  */
 SCRATCH_COLD static void decay_start(void)
 {
@@ -2196,8 +2196,9 @@ static void postfork_child(void)
 	scratch__trace_postfork(true);
 	__atomic_store_n(&fork_gate, 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&orphans_in_remote, 0, __ATOMIC_RELAXED);
-	/* The decay thread stayed with the parent: the child's first growth
-	 * starts its own, and registers its own membarrier (a new mm). */
+	/* The decay thread stayed with the parent: the child's first
+	 * slow-path acquire starts its own, and registers its own
+	 * membarrier (a new mm). */
 	if (dk.state == DK_RUNNING)
 		dk.state = DK_NONE;
 	dk.parked = false;
