@@ -325,7 +325,8 @@ SCRATCH_HIDDEN void scratch__owner_unregister(uint32_t id);
 static inline void scratch__seq_begin(uint64_t *seq)
 {
 #if defined(SCRATCH__TSAN)
-	SCRATCH__SEQ_STORE(seq, *seq + 1);
+	/* an atomic read too: the sentinel caches share one dummy block */
+	SCRATCH__SEQ_STORE(seq, __atomic_load_n(seq, __ATOMIC_RELAXED) + 1);
 #else
 	SCRATCH__ADD(seq, 1);
 	SCRATCH__FENCE_RELEASE();
@@ -335,7 +336,7 @@ static inline void scratch__seq_begin(uint64_t *seq)
 static inline void scratch__seq_end(uint64_t *seq)
 {
 #if defined(SCRATCH__TSAN)
-	SCRATCH__SEQ_STORE(seq, *seq + 1);
+	SCRATCH__SEQ_STORE(seq, __atomic_load_n(seq, __ATOMIC_RELAXED) + 1);
 #else
 	SCRATCH__FENCE_RELEASE();
 	SCRATCH__ADD(seq, 1);

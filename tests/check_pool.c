@@ -1562,10 +1562,14 @@ Suite *pool_suite(void)
 
 	tc = tcase_create("decay");
 	tcase_set_timeout(tc, 60);
+	/* ThreadSanitizer cannot see the gate's membarrier: its builds keep
+	 * decay passes out of other threads' caches (see pool.c) */
+#ifndef UNDER_TSAN
 	tcase_add_test(tc, test_decay_cached_block);
 	tcase_add_test(tc, test_decay_quiet_thread);
-	tcase_add_test(tc, test_decay_inline);
 	tcase_add_test(tc, test_decay_depot_and_fork);
+#endif
+	tcase_add_test(tc, test_decay_inline);
 	suite_add_tcase(s, tc);
 	return s;
 }
