@@ -13,11 +13,19 @@
  * allocator can be LD_PRELOADed under it unchanged. `make bench` compares
  * allocators on it and `make demo` runs it under the shim.
  *
+ * With --vary the sizes follow the host as real inference hosts' do, not
+ * what a pool likes: each worker's temporaries (--temps of them per layer) are
+ * 8-64 MiB, drawn per token and layer at 1 MiB steps from a seeded PRNG in
+ * the main thread (so every allocator sees the same sequence), and the shared
+ * buffer is the attention scores, which grow by one 256 KiB row every token.
+ *
  * Variants:
  *   default       workers allocate their own temporaries;
  *   --main-alloc  the main thread allocates every buffer, the workers write;
- *   --prealloc    the floor: every buffer allocated and pre-faulted (by the
- *                 thread that writes it) once before the timer, then reused.
+ *   --prealloc    the floor: every buffer allocated at its largest size and
+ *                 pre-faulted (by the thread that writes it) once before the
+ *                 timer, then reused; each use writes the bytes the others
+ *                 write, so the work is the same.
  *
  * Output: a human line, then one line "decode key=value ..." for scripts.
  * tokens_per_s covers the whole run, warm-up included; steady_* figures cover
@@ -25,7 +33,11 @@
  * an allocator that grows pays its page faults). Faults are minflt+majflt of the whole process;
  * cpu_ms_per_token is its user+system time per token (the workers sleep in
  * the barriers, so this is work done, which other load disturbs less than
- * wall-clock time).
+ * wall-clock time). warmup_excess_ms is what the warm-up tokens took beyond
+ * the steady rate, the first touch of a growing allocator, with the faults and
+ * the kernel CPU time (all threads) of the warm-up beside; sys_ms is the
+ * kernel CPU time of the whole run, on this loop nearly all page faults;
+ * prefault_ms is what the floor's pre-faulting took before its timer.
  */
 #include <errno.h>
 #include <limits.h>
@@ -48,17 +60,31 @@ static const size_t temp_sizes[] = {16 * KIB, 64 * KIB, 256 * KIB, 1 * MIB,
 #define SHARED_SIZE (32 * MIB)
 #define LOGITS_SIZE (64 * MIB)
 #define MAX_WORKERS 64
+#define MAX_TEMPS   NTEMPS
+
+/* --vary: temporaries drawn from VARY_MIN to VARY_MAX at VARY_STEP, and
+ * attention scores of (SCORE_ROWS0 + token) rows of SCORE_ROW bytes, which
+ * cross a size class of the pools (four per power of two) every 16 tokens. */
+#define VARY_MIN    (8 * MIB)
+#define VARY_MAX    (64 * MIB)
+#define VARY_STEP   MIB
+#define SCORE_ROW   (256 * KIB)
+#define SCORE_ROWS0 64u
 
 enum job_kind { JOB_LAYER, JOB_LOGITS, JOB_STOP };
 
-/* What the main thread publishes before releasing the workers. In the
- * default variant bufs is unused: the workers allocate their own. */
+/* What the main thread publishes before releasing the workers: the sizes
+ * of each worker's temporaries and of the shared buffer for this layer. In
+ * the default variant bufs is unused: the workers allocate their own. */
 struct job {
 	enum job_kind kind;
 	unsigned char fill;
 	bool own_temps;
+	unsigned ntemps;
 	char *shared;
-	char *bufs[MAX_WORKERS][NTEMPS];
+	size_t shared_size;
+	size_t sizes[MAX_WORKERS][MAX_TEMPS];
+	char *bufs[MAX_WORKERS][MAX_TEMPS];
 };
 
 struct decode {
@@ -66,9 +92,13 @@ struct decode {
 	unsigned tokens;
 	unsigned layers;
 	unsigned warmup;
+	unsigned temps; /* --vary: temporaries per worker and layer */
+	unsigned seed;
 	bool main_alloc;
 	bool prealloc;
+	bool vary;
 	bool verbose; /* one stderr line per token: time and faults */
+	uint64_t rng; /* --vary: splitmix64 state, from --seed */
 	pthread_barrier_t start;
 	pthread_barrier_t done;
 	struct job job;
@@ -107,18 +137,18 @@ static void write_slice(const struct decode *d, unsigned id, char *p, size_t n, 
 static void run_layer(struct decode *d, unsigned id)
 {
 	struct job *job = &d->job;
-	char *temps[NTEMPS];
+	char *temps[MAX_TEMPS];
 	size_t i;
 
-	for (i = 0; i < NTEMPS; i++) {
-		temps[i] = job->own_temps ? malloc(temp_sizes[i]) : job->bufs[id][i];
+	for (i = 0; i < job->ntemps; i++) {
+		temps[i] = job->own_temps ? malloc(job->sizes[id][i]) : job->bufs[id][i];
 		if (!temps[i]) {
 			__atomic_store_n(&d->failed, 1, __ATOMIC_RELAXED);
 			break;
 		}
-		write_once(temps[i], temp_sizes[i], job->fill);
+		write_once(temps[i], job->sizes[id][i], job->fill);
 	}
-	write_slice(d, id, job->shared, SHARED_SIZE, job->fill);
+	write_slice(d, id, job->shared, job->shared_size, job->fill);
 	if (job->own_temps) {
 		while (i-- > 0)
 			free(temps[i]);
@@ -167,35 +197,97 @@ static void free_worker_bufs(struct decode *d)
 	size_t i;
 
 	for (w = 0; w < d->workers; w++)
-		for (i = 0; i < NTEMPS; i++) {
+		for (i = 0; i < MAX_TEMPS; i++) {
 			free(d->job.bufs[w][i]);
 			d->job.bufs[w][i] = NULL;
 		}
 }
 
-/* One set of temporaries per worker, in job.bufs. Returns false when malloc
- * fails; what was allocated stays in job.bufs for free_worker_bufs(). */
+/* One set of temporaries per worker, of the job's sizes, in job.bufs.
+ * Returns false when malloc fails; what was allocated stays in job.bufs for
+ * free_worker_bufs(). */
 static bool alloc_worker_bufs(struct decode *d)
 {
 	unsigned w;
 	size_t i;
 
 	for (w = 0; w < d->workers; w++)
-		for (i = 0; i < NTEMPS; i++)
-			if (!(d->job.bufs[w][i] = alloc_or_fail(d, temp_sizes[i])))
+		for (i = 0; i < d->job.ntemps; i++)
+			if (!(d->job.bufs[w][i] = alloc_or_fail(d, d->job.sizes[w][i])))
 				return false;
 	return true;
 }
 
-/* Buffers the floor keeps for the whole run: one set per worker, one shared
- * buffer and one logits buffer. Returns false when malloc fails. */
+/* splitmix64: a small PRNG whose sequence depends on the seed alone. */
+static uint64_t next_random(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static size_t scores_size(unsigned tok)
+{
+	return (SCORE_ROWS0 + tok) * SCORE_ROW;
+}
+
+/* The sizes of one layer of token tok into d->job: fixed, or (--vary) drawn
+ * in the main thread, always in the same order, so the sequence does not
+ * depend on the allocator or the threads' timing. The floor draws too: it
+ * writes the same bytes into its largest-size buffers. */
+static void plan_layer(struct decode *d, unsigned tok)
+{
+	const uint64_t steps = (VARY_MAX - VARY_MIN) / VARY_STEP + 1;
+	unsigned w;
+	size_t i;
+
+	d->job.ntemps = d->vary ? d->temps : NTEMPS;
+	d->job.shared_size = d->vary ? scores_size(tok) : SHARED_SIZE;
+	for (w = 0; w < d->workers; w++)
+		for (i = 0; i < d->job.ntemps; i++)
+			d->job.sizes[w][i] =
+			        d->vary ? VARY_MIN + next_random(&d->rng) % steps * VARY_STEP
+			                : temp_sizes[i];
+}
+
+/* The largest sizes plan_layer() can give: every buffer of the floor. */
+static void plan_largest(struct decode *d)
+{
+	unsigned w;
+	size_t i;
+
+	d->job.ntemps = d->vary ? d->temps : NTEMPS;
+	d->job.shared_size = d->vary ? scores_size(d->tokens - 1) : SHARED_SIZE;
+	for (w = 0; w < d->workers; w++)
+		for (i = 0; i < d->job.ntemps; i++)
+			d->job.sizes[w][i] = d->vary ? VARY_MAX : temp_sizes[i];
+}
+
+/* Buffers the floor keeps for the whole run, each at its largest size: one
+ * set per worker, one shared buffer and one logits buffer. Returns false when
+ * malloc fails. */
 static bool prealloc_all(struct decode *d, char **shared, char **logits)
 {
+	plan_largest(d);
 	if (!alloc_worker_bufs(d))
 		return false;
-	*shared = alloc_or_fail(d, SHARED_SIZE);
+	*shared = alloc_or_fail(d, d->job.shared_size);
 	*logits = alloc_or_fail(d, LOGITS_SIZE);
 	return *shared && *logits;
+}
+
+/* The floor's pre-fault, before its timer: every byte of every buffer
+ * written once, by the thread that writes it in the loop. */
+static void prefault_all(struct decode *d, char *shared, char *logits)
+{
+	plan_largest(d);
+	d->job.fill = 0xa5;
+	d->job.shared = shared;
+	dispatch(d, JOB_LAYER);
+	d->job.shared = logits;
+	dispatch(d, JOB_LOGITS);
 }
 
 /* One token: every layer, then the logits. Buffers come from malloc unless
@@ -206,7 +298,8 @@ static bool run_token(struct decode *d, unsigned tok, char *pre_shared, char *pr
 
 	for (l = 0; l < d->layers; l++) {
 		d->job.fill = (unsigned char)(tok * 31 + l + 1);
-		d->job.shared = pre_shared ? pre_shared : alloc_or_fail(d, SHARED_SIZE);
+		plan_layer(d, tok);
+		d->job.shared = pre_shared ? pre_shared : alloc_or_fail(d, d->job.shared_size);
 		if (!d->job.shared)
 			return false;
 		if (d->main_alloc && !d->prealloc && !alloc_worker_bufs(d)) {
@@ -234,6 +327,7 @@ static bool run_token(struct decode *d, unsigned tok, char *pre_shared, char *pr
 struct sample {
 	double t;
 	double cpu; /* user+system seconds of the whole process */
+	double sys; /* system seconds alone: page faults, madvise, mmap */
 	long faults;
 };
 
@@ -254,6 +348,7 @@ static struct sample take_sample(void)
 	s.faults = ru.ru_minflt + ru.ru_majflt;
 	s.cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
 	        (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+	s.sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 	s.t = now();
 	return s;
 }
@@ -285,15 +380,19 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 	        "usage: decode [--threads N] [--tokens N] [--layers N] [--warmup N]\n"
-	        "              [--main-alloc] [--prealloc]\n"
+	        "              [--main-alloc] [--prealloc] [--vary] [--temps N] [--seed N]\n"
 	        "  --threads N   worker threads besides the main thread (default 2, max %d)\n"
 	        "  --tokens N    tokens to decode, warm-up included (default 32)\n"
 	        "  --layers N    layers per token (default 4)\n"
 	        "  --warmup N    leading tokens left out of the steady-state figures "
 	        "(default 4)\n"
 	        "  --main-alloc  the main thread allocates every buffer, workers write\n"
-	        "  --prealloc    the floor: buffers allocated and pre-faulted before the timer\n",
-	        MAX_WORKERS);
+	        "  --prealloc    the floor: buffers allocated and pre-faulted before the timer\n"
+	        "  --vary        temporaries of 8-64 MiB drawn per token and layer at 1 MiB\n"
+	        "                steps, attention scores growing by a 256 KiB row per token\n"
+	        "  --temps N     --vary: temporaries per worker and layer (default 2, max %zu)\n"
+	        "  --seed N      --vary: the seed of the size sequence (default 1)\n",
+	        MAX_WORKERS, MAX_TEMPS);
 }
 
 static bool parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *ret)
@@ -327,6 +426,10 @@ static int parse_args(int argc, char **argv, struct decode *d)
 			d->prealloc = true;
 			continue;
 		}
+		if (!strcmp(a, "--vary")) {
+			d->vary = true;
+			continue;
+		}
 		if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
 			d->verbose = true;
 			continue;
@@ -345,6 +448,13 @@ static int parse_args(int argc, char **argv, struct decode *d)
 		} else if (!strcmp(a, "--warmup")) {
 			target = &d->warmup;
 			lo = 0;
+		} else if (!strcmp(a, "--temps")) {
+			target = &d->temps;
+			hi = MAX_TEMPS;
+		} else if (!strcmp(a, "--seed")) {
+			target = &d->seed;
+			lo = 0;
+			hi = UINT_MAX;
 		}
 		if (!target) {
 			fprintf(stderr, "decode: unknown option '%s'\n", a);
@@ -362,13 +472,22 @@ static int parse_args(int argc, char **argv, struct decode *d)
 		        d->tokens);
 		return -1;
 	}
+	d->rng = d->seed;
 	return 0;
 }
 
+/* What one run measured besides the three samples (start, end of warm-up, end). */
+struct times {
+	double first_ms;    /* the first token alone */
+	double prefault_ms; /* the floor's pre-fault, before the timer; 0 otherwise */
+};
+
 static void report(const struct decode *d, struct sample s0, struct sample s1, struct sample s2,
-                   double first_ms)
+                   struct times tm)
 {
 	unsigned steady = d->tokens - d->warmup;
+	double steady_ms = (s2.t - s1.t) * 1e3 / steady;
+	double excess_ms = (s1.t - s0.t) * 1e3 - d->warmup * steady_ms;
 	double secs = s2.t - s0.t;
 	double tps = d->tokens / secs;
 	double steady_tps = steady / (s2.t - s1.t);
@@ -376,18 +495,23 @@ static void report(const struct decode *d, struct sample s0, struct sample s1, s
 	double steady_fpt = (double)(s2.faults - s1.faults) / steady;
 	long rss = peak_rss_kib();
 	const char *variant = d->prealloc ? "prealloc" : d->main_alloc ? "main-alloc" : "default";
+	const char *sizes = d->vary ? "vary" : "fixed";
 
-	printf("decode: %u workers, %u tokens x %u layers (%u warm-up), %s: %.2f tokens/s, "
-	       "%.1f faults/token in steady state (%.1f overall), peak RSS %.1f MiB\n",
-	       d->workers, d->tokens, d->layers, d->warmup, variant, tps, steady_fpt, fpt,
+	printf("decode: %u workers, %u tokens x %u layers (%u warm-up), %s, %s sizes: "
+	       "%.2f tokens/s, %.1f faults/token in steady state (%.1f overall), "
+	       "peak RSS %.1f MiB\n",
+	       d->workers, d->tokens, d->layers, d->warmup, variant, sizes, tps, steady_fpt, fpt,
 	       (double)rss / 1024.0);
-	printf("decode variant=%s threads=%u tokens=%u layers=%u warmup=%u seconds=%.4f "
-	       "tokens_per_s=%.3f steady_tokens_per_s=%.3f faults=%ld faults_per_token=%.2f "
-	       "steady_faults_per_token=%.2f peak_rss_kib=%ld cpu_ms_per_token=%.3f "
-	       "steady_cpu_ms_per_token=%.3f first_token_ms=%.2f\n",
-	       variant, d->workers, d->tokens, d->layers, d->warmup, secs, tps, steady_tps,
+	printf("decode variant=%s sizes=%s threads=%u tokens=%u layers=%u warmup=%u "
+	       "seconds=%.4f tokens_per_s=%.3f steady_tokens_per_s=%.3f faults=%ld "
+	       "faults_per_token=%.2f steady_faults_per_token=%.2f peak_rss_kib=%ld "
+	       "cpu_ms_per_token=%.3f steady_cpu_ms_per_token=%.3f first_token_ms=%.2f "
+	       "steady_ms_per_token=%.3f warmup_excess_ms=%.2f prefault_ms=%.2f "
+	       "warmup_faults=%ld warmup_sys_ms=%.1f sys_ms=%.1f\n",
+	       variant, sizes, d->workers, d->tokens, d->layers, d->warmup, secs, tps, steady_tps,
 	       s2.faults - s0.faults, fpt, steady_fpt, rss, (s2.cpu - s0.cpu) * 1e3 / d->tokens,
-	       (s2.cpu - s1.cpu) * 1e3 / steady, first_ms);
+	       (s2.cpu - s1.cpu) * 1e3 / steady, tm.first_ms, steady_ms, excess_ms, tm.prefault_ms,
+	       s1.faults - s0.faults, (s1.sys - s0.sys) * 1e3, (s2.sys - s0.sys) * 1e3);
 }
 
 /* The timed loop, with the workers already running. */
@@ -395,16 +519,19 @@ static int decode_run(struct decode *d)
 {
 	char *pre_shared = NULL, *pre_logits = NULL;
 	struct sample s0, s1, s2;
-	double first_ms = 0;
+	struct times tm = {0, 0};
 	unsigned tok;
 	int rc = 0;
 
 	d->job.own_temps = !d->main_alloc && !d->prealloc;
 	if (d->prealloc) {
+		double t = now();
+
 		if (!prealloc_all(d, &pre_shared, &pre_logits))
 			goto out_free;
 		/* Pre-fault outside the timer, each page by the thread that writes it. */
-		run_token(d, 0, pre_shared, pre_logits);
+		prefault_all(d, pre_shared, pre_logits);
+		tm.prefault_ms = (now() - t) * 1e3;
 	}
 	s0 = take_sample();
 	s1 = s0;
@@ -417,14 +544,14 @@ static int decode_run(struct decode *d)
 			break;
 		t1 = take_sample();
 		if (tok == 0)
-			first_ms = (t1.t - t0.t) * 1e3;
+			tm.first_ms = (t1.t - t0.t) * 1e3;
 		if (d->verbose)
 			fprintf(stderr, "decode: token %u: %.2f ms, %ld faults\n", tok,
 			        (t1.t - t0.t) * 1e3, t1.faults - t0.faults);
 	}
 	s2 = take_sample();
 	if (!d->failed)
-		report(d, s0, s1, s2, first_ms);
+		report(d, s0, s1, s2, tm);
 out_free:
 	if (d->failed) {
 		fprintf(stderr, "decode: malloc failed\n");
@@ -439,7 +566,8 @@ out_free:
 
 int main(int argc, char **argv)
 {
-	static struct decode d = {.workers = 2, .tokens = 32, .layers = 4, .warmup = 4};
+	static struct decode d = {
+	        .workers = 2, .tokens = 32, .layers = 4, .warmup = 4, .temps = 2, .seed = 1};
 	static struct worker w[MAX_WORKERS];
 	unsigned i;
 	int rc;

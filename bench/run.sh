@@ -6,7 +6,10 @@
 #   1. the decode loop (bench/decode) under glibc, jemalloc (stock and with
 #      the PyTorch guides' tuning), tcmalloc, mimalloc, both shims and the
 #      preallocated floor, with workers allocating and with the main thread
-#      allocating;
+#      allocating, on fixed sizes and (1v) on sizes that vary token to token
+#      (--vary), with what part of each whole-run gap is first touch;
+#   1c. a large-block churn host (bench/churn) under each shim against its
+#      backend alone;
 #   2. stats and tracing on versus off on the decode loop under the shim;
 #   3. small-allocation pass-through (bench/small) under each shim against
 #      its backend alone;
@@ -18,8 +21,9 @@
 # the machine is shared and noisy.
 #
 # Environment: SCRATCH_TOP_BUILDDIR (set by make), BENCH_PROGRAMS, VALGRIND,
-# PKG_CONFIG (from configure); BENCH_ROUNDS (default 3) and BENCH_TOKENS
-# (default 32) to trade time for precision; BENCH_ONLY to run some tables.
+# PKG_CONFIG (from configure); BENCH_ROUNDS (default 3), BENCH_TOKENS
+# (default 32), BENCH_VARY_TOKENS (default 32) and BENCH_CHURN_STEPS
+# (default 2000) to trade time for precision; BENCH_ONLY to run some tables.
 set -u
 
 top=${SCRATCH_TOP_BUILDDIR:?run me through make bench}
@@ -34,7 +38,22 @@ orounds=$((rounds * 8))      # stats on versus off: an even number, in pairs of 
                              # a whole run varies by about 4% (warm-up), the target is 2%
 pair_size=262144
 dargs="--tokens $tokens --layers $layers --warmup $warmup"
+# The varying-size loop: its steady state is the second half of the run
+# (late tokens: a size-class allocator keeps meeting new sizes for a while).
+# 2 layers a token keep a run of the slowest allocator near 4 s.
+vtokens=${BENCH_VARY_TOKENS:-32}
+vlayers=2
+vwarmup=$((vtokens / 2))
+vargs="--vary --tokens $vtokens --layers $vlayers --warmup $vwarmup"
+churn_steps=${BENCH_CHURN_STEPS:-2000}
+# jemalloc as the PyTorch CPU tuning guides set it: the Intel Extension for
+# PyTorch guide (which PyTorch's own guide points to) gives these decay times
+# of 9*10^9 ms; others give -1 (never purge). They differ: with the former the
+# background threads still purge (strace shows their madvise calls, and the
+# decode loop faults most of its working set every token), with -1 nothing is
+# purged. Both are measured.
 tuned='oversize_threshold:1,background_thread:true,metadata_thp:auto,dirty_decay_ms:9000000000,muzzy_decay_ms:9000000000'
+tuned_never='oversize_threshold:1,background_thread:true,metadata_thp:auto,dirty_decay_ms:-1,muzzy_decay_ms:-1'
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/scratch-bench.XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT
@@ -74,6 +93,7 @@ cfg_env() {
 	case $1 in
 	jemalloc) echo "LD_PRELOAD=$je" ;;
 	jemalloc-tuned) echo "LD_PRELOAD=$je MALLOC_CONF=$tuned" ;;
+	jemalloc-never) echo "LD_PRELOAD=$je MALLOC_CONF=$tuned_never" ;;
 	tcmalloc) echo "LD_PRELOAD=$tc" ;;
 	mimalloc) echo "LD_PRELOAD=$mi" ;;
 	shim-glibc) echo "LD_PRELOAD=$shim_glibc SCRATCH_RUNTIME_DIR=$T/run" ;;
@@ -212,38 +232,132 @@ report() {
 		vals[$1, $2, $3] = ((($1, $2, $3) in vals) ? vals[$1, $2, $3] " " : "") $4
 		vals[$1, $2, "seen"] = 1
 	}
-	function decode_table(t,    cfgs, names, n, i, c, tps, fl, tj, rss, frss, fs, fa, shim, f, xf, xt, xs, t1) {
-		n = split("floor glibc jemalloc jemalloc-tuned tcmalloc mimalloc shim-glibc shim-jemalloc shim-glibc-nothp", cfgs, " ")
-		split("floor (prealloc)|glibc|jemalloc|jemalloc tuned|tcmalloc|mimalloc|shim on glibc|shim on jemalloc|shim, thp:false", names, "|")
-		fl = median(t, "floor", "tokens_per_s")
-		tj = median(t, "jemalloc-tuned", "tokens_per_s")
-		frss = median(t, "floor", "peak_rss_kib")
-		f = "  %-18s %9s %8s %-4s %9s %9s %7s %11s %-4s %11s %9s %8s %-4s\n"
-		printf f, "", "tokens/s", "tokens/s", "", "tokens/s", "steady", "token 0", "faults/tok", "", "faults/tok", "peak RSS", "RSS", ""
-		printf f, "allocator", "", "x floor", "", "x tuned", "tokens/s", "ms", "steady", "", "overall", "MiB", "x floor", ""
-		printf f, "", "", "(>=1.00)", "", "jemalloc", "x floor", "", "(0)", "", "", "", "(<=1.25)", ""
+	# best_peer(t, k): of the comparison allocators measured in table t,
+	# the one with the highest median k.
+	function best_peer(t, k,    n, i, p, b, m, v) {
+		n = split("glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc", p, " ")
+		b = ""
+		for (i = 1; i <= n; i++) {
+			if (status(t, p[i]) != "")
+				continue
+			v = median(t, p[i], k)
+			if (b == "" || v > m) {
+				b = p[i]
+				m = v
+			}
+		}
+		return b
+	}
+	function xfmt(x) {
+		return x == "" ? "-" : sprintf("%.2fx", x)
+	}
+	function mark(on, ok) {
+		return on ? verdict(ok) : ""
+	}
+	# decode_table(t): one row per configuration measured in table t (rows
+	# with no result at all are left out), each figure beside its target on
+	# the shim rows; then what part of each whole-run gap is first touch.
+	function decode_table(t,    cfgs, names, n, i, c, f, fl, frss, bw, bs, shim, xf, xb, xs, xsb, fs, rss, t1, ex) {
+		n = split("floor glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc shim-glibc shim-jemalloc shim-glibc-nothp", cfgs, " ")
+		split("floor (prealloc)|glibc|jemalloc|jemalloc tuned|jemalloc tuned -1|tcmalloc|mimalloc|shim on glibc|shim on jemalloc|shim, thp:false", names, "|")
+		fl = status(t, "floor") == ""
+		frss = fl ? median(t, "floor", "peak_rss_kib") : ""
+		bw = best_peer(t, "tokens_per_s")
+		bs = best_peer(t, "steady_tokens_per_s")
+		f = "  %-17s %8s %7s %7s %-4s %7s %-4s %7s %9s %-4s %7s %8s %-4s %6s %7s\n"
+		printf f, "", "whole", "whole", "whole", "", "steady", "", "steady", "faults/", "", "peak", "peak", "", "token", "warm-up"
+		printf f, "", "run", "run", "run x", "", "x floor", "", "x best", "token", "", "RSS", "RSS x", "", "0", "excess"
+		printf f, "allocator", "tokens/s", "x floor", "best", "", "", "", "peer", "steady", "", "MiB", "floor", "", "ms", "ms"
+		printf f, "", "", "", "(>1)", "", "(>=.97)", "", "", "(0)", "", "", "(<=1.25)", "", "", ""
 		for (i = 1; i <= n; i++) {
 			c = cfgs[i]
-			if ((st = status(t, c)) != "") {
-				printf "  %-18s %s\n", names[i], st
+			if ((st = status(t, c)) == "no result")
+				continue
+			if (st != "") {
+				printf "  %-17s %s\n", names[i], st
 				continue
 			}
-			tps = median(t, c, "tokens_per_s")
-			fs = median(t, c, "steady_faults_per_token")
-			fa = median(t, c, "faults_per_token")
-			rss = median(t, c, "peak_rss_kib")
 			shim = c ~ /^shim/
-			xf = fl == "" ? "" : rmedian(t, c, "floor", "tokens_per_s")
-			xs = fl == "" ? "" : rmedian(t, c, "floor", "steady_tokens_per_s")
-			xt = tj == "" ? "" : rmedian(t, c, "jemalloc-tuned", "tokens_per_s")
-			printf f, names[i], sprintf("%.2f", tps),
-				xf == "" ? "-" : sprintf("%.2fx", xf), shim && xf != "" ? verdict(xf >= 1) : "",
-				xt == "" ? "-" : sprintf("%.2fx", xt),
-				xs == "" ? "-" : sprintf("%.2fx", xs),
-				(t1 = median(t, c, "first_token_ms")) == "" ? "-" : sprintf("%.1f", t1),
-				sprintf("%.2f", fs), shim ? verdict(fs < 0.05) : "",
-				sprintf("%.1f", fa), sprintf("%.1f", rss / 1024),
-				frss == "" ? "-" : sprintf("%.2fx", rss / frss), shim && frss != "" ? verdict(rss <= 1.25 * frss) : ""
+			xf = fl ? rmedian(t, c, "floor", "tokens_per_s") : ""
+			xs = fl ? rmedian(t, c, "floor", "steady_tokens_per_s") : ""
+			xb = bw != "" ? rmedian(t, c, bw, "tokens_per_s") : ""
+			xsb = bs != "" ? rmedian(t, c, bs, "steady_tokens_per_s") : ""
+			fs = median(t, c, "steady_faults_per_token")
+			rss = median(t, c, "peak_rss_kib")
+			t1 = median(t, c, "first_token_ms")
+			ex = median(t, c, "warmup_excess_ms")
+			printf f, names[i], sprintf("%.2f", median(t, c, "tokens_per_s")), xfmt(xf),
+				xfmt(xb), mark(shim && xb != "", xb > 1), xfmt(xs), mark(shim && xs != "", xs >= 0.97),
+				xfmt(xsb), sprintf("%.2f", fs), mark(shim, fs < 0.05), sprintf("%.1f", rss / 1024),
+				frss == "" ? "-" : xfmt(rss / frss), mark(shim && frss != "", rss <= 1.25 * frss),
+				t1 == "" ? "-" : sprintf("%.0f", t1), ex == "" ? "-" : sprintf("%.0f", ex)
+		}
+		printf "  best peer: %s over the whole run, %s in the steady state\n",
+			bw == "" ? "none measured" : bw, bs == "" ? "none measured" : bs
+		first_touch(t, bw)
+	}
+	# first_touch(t, bw): the whole-run gap of each shim (and of the best
+	# peer bw) to the floor, split into the warm-up excess (what the warm-up
+	# tokens took beyond the steady rate of the same run, less the same for
+	# the floor: first touch and growth) and the rest (the steady-state
+	# speed), beside the pre-fault the floor did before its timer.
+	function first_touch(t, bw,    n, i, c, cfgs, tf, pf, ef, tc, gap, ex) {
+		if (status(t, "floor") != "")
+			return
+		tf = median(t, "floor", "seconds") * 1000
+		pf = median(t, "floor", "prefault_ms")
+		ef = median(t, "floor", "warmup_excess_ms")
+		printf "  First touch: the floor pre-faulted its buffers in %.0f ms before its timer, against a whole\n", pf
+		printf "  run of %.0f ms; paid inside the timer, that would have put it at %.2fx its figure. The\n", tf, tf / (tf + pf)
+		printf "  whole-run gap to the floor (medians of the runs) and its parts; the floor spent %.0f ms of\n",
+			median(t, "floor", "sys_ms")
+		printf "  kernel CPU time in its whole run (%.0f faults in its warm-up). Kernel time here is page\n",
+			median(t, "floor", "warmup_faults")
+		printf "  faults, first touch; a run that still faults in its steady state pays that in the steady part:\n"
+		n = split("shim-glibc shim-jemalloc shim-glibc-nothp " bw, cfgs, " ")
+		for (i = 1; i <= n; i++) {
+			c = cfgs[i]
+			if (status(t, c) != "")
+				continue
+			tc = median(t, c, "seconds") * 1000
+			gap = tc - tf
+			ex = median(t, c, "warmup_excess_ms") - ef
+			printf "    %-26s %6.0f ms %+6.0f ms: warm-up excess %+6.0f ms, steady state %+6.0f ms;\n",
+				c == bw ? c " (best peer)" : c, tc, gap, ex, gap - ex
+			printf "    %-26s kernel CPU time (all threads) %.0f ms in the warm-up (%.0f faults), %.0f ms in all;\n", "",
+				median(t, c, "warmup_sys_ms"), median(t, c, "warmup_faults"), median(t, c, "sys_ms")
+			printf "    %-26s against the floor with its pre-fault counted: %.2fx\n", "", (tf + pf) / tc
+		}
+	}
+	# churn_table(t): each shim against its backend alone on bench/churn.
+	function churn_table(t,    n, i, c, b, cfgs, names, bs, f, sp, x, rss, xr, live) {
+		n = split("glibc shim-glibc jemalloc shim-jemalloc tcmalloc", cfgs, " ")
+		split("glibc alone|shim on glibc|jemalloc alone|shim on jemalloc|tcmalloc", names, "|")
+		split("- glibc - jemalloc -", bs, " ")
+		f = "  %-17s %9s %9s %-4s %10s %9s %9s %-4s %9s %8s\n"
+		printf f, "", "steps/s", "speed x", "", "faults/", "peak RSS", "RSS x", "", "live set", "RSS x"
+		printf f, "allocator", "", "backend", "", "step", "MiB", "backend", "", "peak MiB", "live"
+		printf f, "", "", "(>=1.00)", "", "", "", "(<=1.10)", "", "", ""
+		for (i = 1; i <= n; i++) {
+			c = cfgs[i]
+			b = bs[i]
+			if ((st = status(t, c)) == "no result")
+				continue
+			if (st != "") {
+				printf "  %-17s %s\n", names[i], st
+				continue
+			}
+			sp = median(t, c, "steps_per_s")
+			rss = median(t, c, "peak_rss_kib")
+			live = median(t, c, "live_peak_kib")
+			x = xr = ""
+			if (b != "-" && status(t, b) == "") {
+				x = rmedian(t, c, b, "steps_per_s")
+				xr = rmedian(t, c, b, "peak_rss_kib")
+			}
+			printf f, names[i], sprintf("%.0f", sp), xfmt(x), mark(x != "", x >= 1),
+				sprintf("%.1f", median(t, c, "faults_per_step")), sprintf("%.1f", rss / 1024),
+				xfmt(xr), mark(xr != "", xr <= 1.1), sprintf("%.1f", live / 1024), xfmt(rss / live)
 		}
 	}
 	function stats_table(t,    on, off, x, c, y) {
@@ -331,6 +445,8 @@ report() {
 	END {
 		if (which == "decode")
 			decode_table(arg)
+		else if (which == "churn")
+			churn_table("churn")
 		else if (which == "stats")
 			stats_table("stats")
 		else if (which == "small")
@@ -358,53 +474,80 @@ shuffle() {
 		for (i = 1; i <= n; i++) printf "%s%s", a[i], i < n ? " " : "\n" }'
 }
 
-bench_decode() {
-# The floor and the shims, where the targets are judged, get more rounds
+# decode_rounds PREFIX ARGS NROUNDS FAST SLOW: NROUNDS interleaved rounds of
+# bench/decode ARGS under the FAST configurations, the first $rounds of them
+# under the SLOW ones too, in both variants, into tables PREFIX-default and
+# PREFIX-main-alloc.
+# The floor and the shims, where the targets are judged, may get more rounds
 # than the comparison allocators (which are also the slow ones). Each round
 # runs the configurations in a new order: a run's first touches cost more
 # when the run before it left no freshly freed huge pages behind (on a VM
 # whose free memory goes back to the host), so no configuration may always
 # follow the same neighbour.
-fast_cfgs="floor shim-glibc shim-jemalloc shim-glibc-nothp"
-slow_cfgs="glibc jemalloc jemalloc-tuned tcmalloc mimalloc"
-r=1
-while [ "$r" -le "$frounds" ]; do
-	cfgs=$fast_cfgs
-	[ "$r" -le "$rounds" ] && cfgs="$fast_cfgs $slow_cfgs"
-	seed=$((r * 2))
-	for variant in default main-alloc; do
-		seed=$((seed + 1))
-		# shellcheck disable=SC2086 # one word per configuration
-		cfgs=$(shuffle $seed $cfgs)
-		progress "decode loop, $variant, round $r of $frounds"
-		vflag=
-		[ "$variant" = main-alloc ] && vflag=--main-alloc
-		for cfg in $cfgs; do
-			if [ "$cfg" = floor ]; then
-				# shellcheck disable=SC2086 # dargs and vflag split on purpose
-				run "decode-$variant" floor decode $dargs $vflag --prealloc
-			else
-				# shellcheck disable=SC2086
-				run "decode-$variant" "$cfg" decode $dargs $vflag
-			fi
+decode_rounds() {
+	dr_prefix=$1
+	dr_args=$2
+	dr_rounds=$3
+	dr_fast=$4
+	dr_slow=$5
+	r=1
+	while [ "$r" -le "$dr_rounds" ]; do
+		cfgs=$dr_fast
+		[ "$r" -le "$rounds" ] && cfgs="$dr_fast $dr_slow"
+		seed=$((r * 2))
+		for variant in default main-alloc; do
+			seed=$((seed + 1))
+			# shellcheck disable=SC2086 # one word per configuration
+			cfgs=$(shuffle $seed $cfgs)
+			progress "$dr_prefix loop, $variant, round $r of $dr_rounds"
+			vflag=
+			[ "$variant" = main-alloc ] && vflag=--main-alloc
+			for cfg in $cfgs; do
+				if [ "$cfg" = floor ]; then
+					# shellcheck disable=SC2086 # the arguments split on purpose
+					run "$dr_prefix-$variant" floor decode $dr_args $vflag --prealloc
+				else
+					# shellcheck disable=SC2086
+					run "$dr_prefix-$variant" "$cfg" decode $dr_args $vflag
+				fi
+			done
 		done
+		r=$((r + 1))
 	done
-	r=$((r + 1))
-done
+}
 
+# decode_legend: the columns and targets of the decode tables (1 and 1v).
+decode_legend() {
+	cat <<EOF
+   Whole-run tokens/s covers every token, warm-up included; steady tokens/s and faults/token
+   (minflt+majflt) the tokens after the warm-up. Ratios are medians of per-round ratios, to the
+   floor and to the best peer (of glibc, jemalloc, both tuned jemallocs, tcmalloc and mimalloc,
+   the one with the best median, named under the table). Peak RSS is VmHWM. Token 0 ms is the
+   first token alone; warm-up excess is what the warm-up tokens took beyond the run's own
+   steady rate: first touch and growth. The floor allocates every buffer at its largest size
+   and pre-faults it before its timer; each use writes the same bytes as in the other runs.
+   Targets (shim rows): whole run ahead of every peer (> 1x the best), steady state >= 0.97x
+   the floor, 0 faults per token in steady state, peak RSS <= 1.25x the floor's.
+   jemalloc tuned: MALLOC_CONF=$tuned
+   (the Intel Extension for PyTorch tuning guide's); jemalloc tuned -1: the same with both
+   decay times -1 (never purge), as other PyTorch CPU guides give it.
+EOF
+}
+
+bench_decode() {
+decode_rounds decode "$dargs" "$frounds" "floor shim-glibc shim-jemalloc shim-glibc-nothp" \
+	"glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc"
 cat <<EOF
-1. Decode loop (issue 3): 2 worker threads + main, $tokens tokens x $layers layers; per layer each
-   worker allocates temporaries of 16 KiB-16 MiB and the main thread a 32 MiB buffer the workers
-   write; per token a 64 MiB logits buffer. Every buffer is written once per use.
-   tokens/s covers the whole run including $warmup warm-up tokens (the target's figure); steady
-   tokens/s and faults/token (minflt+majflt) cover the tokens after them; token 0 ms is the
-   first token alone, where a growing allocator pays its first touch; peak RSS is VmHWM.
-   The floor preallocates and pre-faults every buffer before its timer.
-   Targets (shim rows): >= 1.00x the floor's tokens/s, 0 faults per token in steady state,
-   peak RSS <= 1.25x the floor's. Medians of $frounds interleaved rounds (each in a new order) for
-   the floor and the shims, of $rounds for the other allocators; ratios are medians of the
-   per-round ratios. The last row (shim on glibc with SCRATCH_CONF=thp:false: no huge pages)
-   shows what transparent huge pages cost at first touch and give back in the steady state.
+1. Decode loop, fixed sizes (issue 3): 2 worker threads + main, $tokens tokens x $layers layers
+   ($warmup warm-up); per layer each worker allocates temporaries of 16 KiB-16 MiB (powers of
+   4) and the main thread a 32 MiB buffer the workers write; per token a 64 MiB logits buffer.
+   Every buffer is written once per use. Medians of $frounds interleaved rounds (each in a new
+   order) for the floor and the shims, of $rounds for the other allocators. The last row (shim
+   on glibc with SCRATCH_CONF=thp:false: no huge pages) shows what transparent huge pages cost
+   at first touch and give back in the steady state.
+EOF
+decode_legend
+cat <<EOF
 
  a) workers allocate their own temporaries:
 EOF
@@ -414,6 +557,55 @@ cat <<EOF
  b) the main thread allocates every buffer, the workers write them (--main-alloc):
 EOF
 report decode decode-main-alloc
+}
+
+bench_vary() {
+decode_rounds vary "$vargs" "$rounds" "floor shim-glibc shim-jemalloc" \
+	"glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc"
+cat <<EOF
+
+1v. Decode loop, sizes that vary (issue 12, --vary): 2 worker threads + main, $vtokens tokens x
+   $vlayers layers, the first $vwarmup of them the warm-up (the steady state is the late tokens).
+   Per token and layer each worker's 2 temporaries are 8-64 MiB, drawn at 1 MiB steps from a
+   seeded PRNG (the same sequence under every allocator); the main thread allocates the
+   attention scores, (64 + token) rows of 256 KiB (16 MiB growing by one row a token), which
+   the workers write; per token a 64 MiB logits buffer. Medians of $rounds interleaved rounds,
+   each in a new order.
+EOF
+decode_legend
+cat <<EOF
+
+ a) workers allocate their own temporaries:
+EOF
+report decode vary-default
+cat <<EOF
+
+ b) the main thread allocates every buffer, the workers write them (--main-alloc):
+EOF
+report decode vary-main-alloc
+}
+
+# --- 1c. large-block churn ---------------------------------------------------
+bench_churn() {
+r=1
+while [ "$r" -le "$rounds" ]; do
+	progress "large-block churn, round $r of $rounds"
+	for cfg in $(shuffle $((r + 200)) glibc shim-glibc jemalloc shim-jemalloc tcmalloc); do
+		run churn "$cfg" churn --steps "$churn_steps"
+	done
+	r=$((r + 1))
+done
+cat <<EOF
+
+1c. Large-block churn (issue 12, bench/churn): one thread keeps 32 blocks of random sizes from
+   5 to 25 MiB (whole pages, from a seeded PRNG) and $churn_steps times frees a random one, mallocs
+   one of a new random size and writes each of its pages. Each shim against its backend alone
+   (tcmalloc for reference): steps/s and peak RSS (VmHWM), with the shims' ratios
+   as medians of per-round ratios over $rounds interleaved rounds (each in a new order); the
+   live set's own peak beside.
+   Targets (shim rows): peak RSS <= 1.10x the backend's alone, at equal or better speed.
+EOF
+report churn
 }
 
 # --- 2. stats and tracing on versus off --------------------------------------
@@ -561,11 +753,11 @@ for prog in ${BENCH_PROGRAMS:-}; do
 done
 }
 
-# BENCH_ONLY="small pair" runs only those tables (decode stats small pair
-# programs), for quick iterations on one part.
-for section in ${BENCH_ONLY:-decode stats small pair programs}; do
+# BENCH_ONLY="small pair" runs only those tables (decode vary churn stats
+# small pair programs), for quick iterations on one part.
+for section in ${BENCH_ONLY:-decode vary churn stats small pair programs}; do
 	case $section in
-	decode | stats | small | pair | programs) "bench_$section" ;;
+	decode | vary | churn | stats | small | pair | programs) "bench_$section" ;;
 	*) echo "bench: BENCH_ONLY: unknown section '$section'" >&2 ;;
 	esac
 done

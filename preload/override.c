@@ -352,13 +352,15 @@ static void *shim_memalign(size_t alignment, size_t n)
 }
 
 /* Does a pool block of capacity cap stay put for a realloc to n <= cap?
- * Yes while n is still pooled and the waste stays within the pools' own
- * bound (a quarter of the request), or a new block would be no smaller. */
+ * Yes while n is still pooled and fills at least half the block (a buffer
+ * growing into a block the pools doubled for it, or one served from a
+ * larger class's block), or a new block would be no smaller. A shrink to
+ * less than half moves, so the big block goes back to the cache. */
 static bool realloc_in_place(size_t cap, size_t n)
 {
 	if (!pooled(n))
 		return false;
-	return cap - n <= n / 4 || scratch_class_size(n) >= cap;
+	return cap - n <= n || scratch_class_size(n) >= cap;
 }
 
 /* realloc of the pool block p (capacity cap) to n > 0 bytes. */

@@ -34,6 +34,9 @@ struct scratch__conf {
 	uint64_t cache_count;  /* blocks per size class in one thread's cache */
 	uint64_t cache_bytes;  /* idle bytes in one thread's cache */
 	uint64_t depot_bytes;  /* idle bytes in the process-wide depot */
+	uint64_t max_fit;      /* an idle block serves requests down to 1/max_fit of its size */
+	uint64_t decay_ms;     /* idle pages go back to the OS after this long; 0: never */
+	bool decay_thread;     /* a helper thread decays while the host makes no calls */
 	uint64_t reserve;      /* address space reserved for pool blocks */
 	bool thp;              /* madvise(MADV_HUGEPAGE) on blocks >= 2 MiB */
 	bool stats;            /* publish counters in the stats segment */
@@ -150,6 +153,14 @@ SCRATCH_HIDDEN bool scratch__os_thread_gone(pid_t tid);
 SCRATCH_HIDDEN unsigned scratch__os_ncpu(void);
 /* CLOCK_REALTIME in nanoseconds. */
 SCRATCH_HIDDEN uint64_t scratch__os_realtime_ns(void);
+/* CLOCK_MONOTONIC in milliseconds. */
+SCRATCH_HIDDEN uint64_t scratch__os_monotonic_ms(void);
+/* Register for, and issue, a process-wide memory barrier
+ * (membarrier(2), MEMBARRIER_CMD_PRIVATE_EXPEDITED): on return, every
+ * other thread of the process has passed a full barrier. false when the
+ * kernel refuses (too old, or a seccomp filter). Keep errno. */
+SCRATCH_HIDDEN bool scratch__os_membarrier_register(void);
+SCRATCH_HIDDEN bool scratch__os_membarrier(void);
 
 /* ---------------------------------------------------------------------- */
 /* Library state (pool.c)                                                 */
@@ -172,9 +183,11 @@ SCRATCH_HIDDEN bool scratch__init(void);
  * with atomic adds (remote frees), outside the sequence count. Readers use
  * scratch__counters_read().
  *
- *   leased (reported) = leased - remote_in_bytes
+ *   leased (reported)   = leased - remote_in_bytes
+ *   retained (reported) = retained - decayed_bytes
  *   allocs = hits + depot_hits + misses
- *   leased (reported) <= retained
+ *   larger_hits <= hits + depot_hits
+ *   leased (reported) <= retained (reported)
  */
 struct scratch__counters {
 	uint64_t seq;
@@ -189,11 +202,15 @@ struct scratch__counters {
 	uint64_t leased; /* gross: acquires minus own releases */
 	uint64_t peak_leased;
 	uint64_t growth_bytes; /* bytes of fresh blocks this thread grew */
-	uint64_t pad0[4];
+	uint64_t larger_hits;  /* hits (cache or depot) on an idle block of a larger class */
+	uint64_t pad0[3];
 	/* written by other threads (atomic add), on their own cache line */
 	uint64_t remote_in __attribute__((aligned(SCRATCH_CACHELINE)));
 	uint64_t remote_in_bytes;
-	uint64_t pad1[6];
+	/* idle blocks the decay pass took out of this thread's cache while the
+	 * thread was elsewhere (their pages returned, or the depot's now) */
+	uint64_t decayed_bytes;
+	uint64_t pad1[5];
 };
 
 /* Process-wide counters (held by pool.c under its lock; in the segment when
@@ -339,7 +356,8 @@ SCRATCH_HIDDEN void scratch__owner_unregister(uint32_t id);
 static inline void scratch__seq_begin(uint64_t *seq)
 {
 #if defined(SCRATCH__TSAN)
-	SCRATCH__SEQ_STORE(seq, *seq + 1);
+	/* an atomic read too: the sentinel caches share one dummy block */
+	SCRATCH__SEQ_STORE(seq, __atomic_load_n(seq, __ATOMIC_RELAXED) + 1);
 #else
 	SCRATCH__ADD(seq, 1);
 	SCRATCH__FENCE_RELEASE();
@@ -349,7 +367,7 @@ static inline void scratch__seq_begin(uint64_t *seq)
 static inline void scratch__seq_end(uint64_t *seq)
 {
 #if defined(SCRATCH__TSAN)
-	SCRATCH__SEQ_STORE(seq, *seq + 1);
+	SCRATCH__SEQ_STORE(seq, __atomic_load_n(seq, __ATOMIC_RELAXED) + 1);
 #else
 	SCRATCH__FENCE_RELEASE();
 	SCRATCH__ADD(seq, 1);

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -184,6 +185,32 @@ uint64_t scratch__os_realtime_ns(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t scratch__os_monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+bool scratch__os_membarrier_register(void)
+{
+	int saved = errno;
+	long rc = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0);
+
+	errno = saved;
+	return rc == 0;
+}
+
+bool scratch__os_membarrier(void)
+{
+	int saved = errno;
+	long rc = syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+
+	errno = saved;
+	return rc == 0;
 }
 
 uint64_t scratch__os_as_room(void)

@@ -12,32 +12,72 @@
  * Size classes: four per power of two, so a class is at most 25% above the
  * smallest request it serves; untouched tail pages are never faulted.
  *
+ * Reuse is hot-first. A request takes the head of its own class's bin (the
+ * fast path); failing that, on the slow path, the idle block of its
+ * thread's cache released last among the larger classes it may take (at
+ * most max_fit times the request, 64 by default), then the depot's own
+ * class or, the same way, its larger ones; only then a new block. So the
+ * memory a thread touched a moment ago serves its next request of any
+ * size. A miss that continues a climb (the thread's last two growths rose
+ * to just below it, within 4x) carves twice the request: a buffer that
+ * grows every token costs one new block per doubling, and the growth
+ * returns the pages of the blocks it outgrew (carve_shed: any new block
+ * does, for the idle blocks of the thread below its class). A block keeps
+ * its class for life (reclass aside): it goes back to its own bin.
+ *
  * A block is in exactly one place at a time:
  *   LEASED  - lent to the program;
  *   CACHED  - in its owner thread's LIFO bin (private, no lock);
  *   REMOTE  - on its owner's lock-free remote-free list (freed elsewhere);
  *   DEPOT   - in the process-wide depot (under the pool lock), no owner;
- *   EMPTY   - pages returned to the OS, address kept for reuse by its class.
+ *   EMPTY   - pages returned to the OS, address kept for reuse by its class
+ *             (in its class's empty list, or on a decay pass's private list
+ *             while the pass returns its pages).
  *
  * Accounting (struct scratch__counters, per thread; proc counters for the
- * rest), exact whenever no call is in flight:
- *   thread.retained = capacities of blocks it owns (CACHED + REMOTE + LEASED)
+ * rest), exact whenever no call is in flight (a decay pass counts as one):
+ *   thread.retained = retained - decayed_bytes
+ *                   = capacities of blocks it owns (CACHED + REMOTE + LEASED)
  *   thread.leased   = leased - remote_in_bytes  (remote frees are credited
- *                     by the freeing thread with one atomic add)
+ *                     by the freeing thread with one atomic add; a decay
+ *                     pass credits the blocks it takes out of a cache the
+ *                     same way, in decayed_bytes)
  *   total.retained  = sum(thread.retained) + depot_bytes + orphan_retained
  *   total.leased    = sum(thread.leased) + orphan_leased
- * Orphans are blocks lent to threads without a cache (exited, or beyond
- * max_threads); exited threads' counters are folded into proc->exited.
+ *   live_blocks     = blocks not EMPTY
+ * Byte figures are block capacities, whatever the request: a 40 MiB request
+ * served by a 64 MiB block leases 64 MiB. Orphans are blocks lent to
+ * threads without a cache (exited, or beyond max_threads); exited threads'
+ * counters are folded into proc->exited.
+ *
+ * Decay: an idle block's pages go back to the OS once it has been idle for
+ * decay_ms (10 s by default, jemalloc's dirty_decay_ms); its address and
+ * class stay, in its class's empty list, and it comes back fresh (zero, so
+ * calloc writes nothing). The fast paths read no clock: a cached block's
+ * stamp is its owner's frees count, and decay passes note those counts
+ * with the time (see decay_period_ms). A host that goes quiet after a burst
+ * makes no call at all, so passes run on a helper thread ("scratch-decay"),
+ * started at the first slow-path acquire: a check on other threads' slow
+ * paths or on pass-through calls never comes in a parked process. The
+ * thread blocks every signal, uses no pool of its own, parks on a futex
+ * when no block is live, and does not survive fork (a child starts its own
+ * at its first slow-path acquire). With decay_thread:false, passes ride
+ * on slow-path acquires instead (every 16th of a thread's reads the
+ * clock). A pass enters other threads' caches through the gate
+ * (gate_raise), which costs the fast paths no fence.
  *
  * Locking: the fast paths (a cache hit, a release into the owner's cache)
  * take no lock and make no system call. The pool lock guards the depot,
- * the empty lists, carving, thread slots and proc counters.
+ * the empty lists, carving, thread slots, proc counters and the gate; a
+ * decay pass holds dk.lock from start to end (fork waits for it). Order:
+ * init_lock, dk.lock, g.lock.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -47,10 +87,13 @@
 #include "segment.h" /* the reasons the pools may be off */
 #include "shim.h"
 
-#define PAGE_SHIFT 12
-#define PAGE_SIZE  (UINT64_C(1) << PAGE_SHIFT)
-#define HUGE_SIZE  (UINT64_C(2) << 20)
-#define NBINS      144 /* global class indices up to 64 GiB (4 per power of two) */
+#define PAGE_SHIFT    12
+#define PAGE_SIZE     (UINT64_C(1) << PAGE_SHIFT)
+#define HUGE_SIZE     (UINT64_C(2) << 20)
+#define NBINS         144 /* global class indices up to 64 GiB (4 per power of two) */
+#define GATE_BIT      (UINT32_C(1) << 31) /* in trim_epoch while a decay pass is in the caches */
+#define DECAY_MARKS   8
+#define GROWTH_WINDOW 8 /* classes: a miss this close above the last is a growth (4x) */
 
 enum blk_state { BLK_NONE, BLK_LEASED, BLK_CACHED, BLK_REMOTE, BLK_DEPOT, BLK_EMPTY };
 enum tc_state { TC_FREE, TC_LIVE, TC_ZOMBIE, TC_FORKED };
@@ -65,6 +108,17 @@ struct blk {
 	uint8_t state;
 	uint8_t fresh; /* pages read as zero (never written since carve/decommit) */
 	uint8_t pad[3];
+	/* When it went idle: CACHED, its owner's frees count at the release
+	 * (the cache's clock, see decay marks); DEPOT, the monotonic ms of
+	 * the put. Each bin and depot list is newest first. */
+	uint64_t stamp;
+	uint64_t pad2;
+};
+_Static_assert(sizeof(struct blk) == 32, "a power of two: one shift indexes the table");
+
+/* A decay pass's note of a cache's clock: its frees count at time ms. */
+struct decay_mark {
+	uint64_t ms, frees;
 };
 
 struct bin {
@@ -85,6 +139,11 @@ struct tcache {
 	uint8_t state;
 	bool reclaiming;    /* reclaim_ended_locked is flushing it (g.lock may drop) */
 	uint32_t in_remote; /* its thread is inside remote_free (see fork_gate) */
+	uint32_t busy;      /* its thread is in a slow path that touches the bins (see gate) */
+	uint32_t last_miss, prev_miss; /* classes of its last two growths, 0: none */
+	uint32_t slow_calls;
+	uint32_t nmarks;                      /* marks taken; the decay pass's alone */
+	struct decay_mark marks[DECAY_MARKS]; /* the newest DECAY_MARKS of them */
 	uint32_t remote_head __attribute__((aligned(SCRATCH_CACHELINE)));
 	struct scratch__counters own;
 };
@@ -97,8 +156,9 @@ struct tcache {
  * need no test of their own: the sentinels fall through to the slow paths,
  * which tell them apart from real caches.
  */
-static struct tcache tc_none = {.tag = UINT32_MAX};
-static struct tcache tc_dead = {.tag = UINT32_MAX};
+static struct scratch__counters sentinel_counters; /* written, never read */
+static struct tcache tc_none = {.tag = UINT32_MAX, .c = &sentinel_counters};
+static struct tcache tc_dead = {.tag = UINT32_MAX, .c = &sentinel_counters};
 #define TC_NONE   (&tc_none)
 #define TC_DEAD   (&tc_dead)
 #define is_tc(tc) ((tc) != TC_NONE && (tc) != TC_DEAD)
@@ -114,8 +174,11 @@ static struct {
 	 * cache and initialises on the slow path. */
 	uint64_t min, span;
 	uint64_t cache_count, cache_bytes;
+	uint32_t cache_limit; /* cache_count, or 0 while the gate is up: the release path's */
+	uint64_t max_fit;
 	unsigned cls_base;
-	uint32_t trim_epoch;
+	uint32_t trim_epoch; /* GATE_BIT set while the gate is up */
+	uint32_t gate;
 	struct blk *blk;
 	uint32_t *starttab;
 	uint64_t cls_size[NBINS];
@@ -124,6 +187,7 @@ static struct {
 	unsigned nbins;
 	uintptr_t small_cur, small_end, large_cur, large_end;
 	uint32_t nblk, maxblk;
+	uint64_t live_blocks; /* blocks not EMPTY: the decay thread parks at 0 */
 	uint32_t depot_head[NBINS];
 	uint32_t empty_head[NBINS];
 	struct tcache *tcs;
@@ -172,11 +236,11 @@ static inline uintptr_t blk_addr(const struct blk *d)
 /* Counter updates (single writer)                                         */
 /* ---------------------------------------------------------------------- */
 
-static inline void count_lease(struct scratch__counters *c, uint64_t cap, uint64_t *which)
+/* count_lease() inside a sequence bracket the caller holds. */
+static inline void count_lease_in(struct scratch__counters *c, uint64_t cap, uint64_t *which)
 {
 	uint64_t l;
 
-	scratch__seq_begin(&c->seq);
 	SCRATCH__ADD(&c->allocs, 1);
 	SCRATCH__ADD(which, 1);
 	l = c->leased + cap;
@@ -188,6 +252,12 @@ static inline void count_lease(struct scratch__counters *c, uint64_t cap, uint64
 		if (l > c->peak_leased)
 			SCRATCH__STORE(&c->peak_leased, l);
 	}
+}
+
+static inline void count_lease(struct scratch__counters *c, uint64_t cap, uint64_t *which)
+{
+	scratch__seq_begin(&c->seq);
+	count_lease_in(c, cap, which);
 	scratch__seq_end(&c->seq);
 }
 
@@ -389,7 +459,9 @@ static bool setup(void)
 	g.nblk = 1; /* id 0 means "none" */
 	g.key_ok = pthread_key_create(&g.key, tc_destructor) == 0;
 	g.cache_count = g.conf.cache_count;
+	g.cache_limit = (uint32_t)g.conf.cache_count;
 	g.cache_bytes = g.conf.cache_bytes;
+	g.max_fit = g.conf.max_fit;
 	g.proc = &g.proc_own;
 	if (g.conf.stats && scratch__segment_open(&g.conf, SCRATCH_SEG_POOLS_ON, lowered) == 0 &&
 	    scratch__segment_proc() != NULL)
@@ -443,6 +515,8 @@ const struct scratch__conf *scratch__conf(void)
 /* ---------------------------------------------------------------------- */
 
 static uint64_t depot_trim(void);
+static void tc_enter(struct tcache *tc);
+static void tc_leave(struct tcache *tc);
 
 /*
  * The region is used up for bin: take an idle block of a larger class in
@@ -482,7 +556,7 @@ SCRATCH_COLD static uint32_t reclass(unsigned bin)
 /* A new block of bin from the class's empty list, fresh address space or
  * (the region used up) a larger class's idle block; 0 when none is left.
  * Pages are fresh (zero) in every case. */
-static uint32_t carve(unsigned bin)
+static uint32_t carve_any(unsigned bin)
 {
 	uint64_t cap = g.cls_size[bin];
 	uintptr_t at;
@@ -525,6 +599,20 @@ static uint32_t carve(unsigned bin)
 	return id;
 }
 
+static void decay_wake_locked(void);
+
+/* carve_any(), counting the block live (and waking a parked decay thread). */
+static uint32_t carve(unsigned bin)
+{
+	uint32_t id = carve_any(bin);
+
+	if (id != 0) {
+		g.live_blocks++;
+		decay_wake_locked();
+	}
+	return id;
+}
+
 static void block_empty(uint32_t id);
 
 /* Put an idle block into the depot, or when the depot is full return its
@@ -538,6 +626,7 @@ static void depot_put(uint32_t id)
 	d->owner = 0;
 	if (g.proc->depot_bytes + cap <= g.conf.depot_bytes) {
 		d->state = BLK_DEPOT;
+		d->stamp = scratch__os_monotonic_ms(); /* the decay clock of the depot */
 		d->next = g.depot_head[bin];
 		g.depot_head[bin] = id;
 		proc_begin();
@@ -565,9 +654,54 @@ static void block_empty(uint32_t id)
 	d->fresh = 1;
 	d->next = g.empty_head[bin];
 	g.empty_head[bin] = id;
+	g.live_blocks--;
 	proc_begin();
 	SCRATCH__ADD(&g.proc->trimmed, cap);
 	proc_end();
+}
+
+/* The highest class whose blocks a request of size may take: capacity at
+ * most max_fit times the request (jemalloc bounds its extent reuse the same
+ * way, opt_lg_extent_max_active_fit), so a small request never pins a
+ * large block. Below size's own class when max_fit leaves it none above. */
+static unsigned fit_top(uint64_t size)
+{
+	const unsigned top = g.cls_base + g.nbins - 1;
+	uint64_t lim;
+	unsigned b;
+
+	if (__builtin_mul_overflow(size, g.max_fit, &lim) || lim >= g.cls_size[top])
+		return top;
+	b = class_index(lim); /* the smallest class that holds lim */
+	return g.cls_size[b] > lim ? b - 1 : b;
+}
+
+static uint32_t depot_take(unsigned bin);
+
+/* A depot block for a request of size (class bin): its own class, else the
+ * most recently put one of a larger class within the fit bound. Sets
+ * *ret_bin to the block's class. Under g.lock. */
+static uint32_t depot_take_fit(uint64_t size, unsigned bin, unsigned *ret_bin)
+{
+	unsigned top, best = 0;
+	uint64_t stamp = 0;
+
+	*ret_bin = bin;
+	if (g.depot_head[bin] != 0)
+		return depot_take(bin);
+	top = fit_top(size);
+	for (unsigned b = bin + 1; b <= top; b++) {
+		uint32_t id = g.depot_head[b];
+
+		if (id != 0 && (best == 0 || g.blk[id].stamp > stamp)) {
+			best = b;
+			stamp = g.blk[id].stamp;
+		}
+	}
+	if (best == 0)
+		return 0;
+	*ret_bin = best;
+	return depot_take(best);
 }
 
 static uint32_t depot_take(unsigned bin)
@@ -600,6 +734,7 @@ static uint64_t depot_trim(void)
 			d->fresh = 1;
 			d->next = g.empty_head[bin];
 			g.empty_head[bin] = id;
+			g.live_blocks--;
 			total += g.cls_size[bin];
 		}
 	}
@@ -658,8 +793,10 @@ static void tc_drain_remote(struct tcache *tc)
 		uint64_t cap = g.cls_size[d->cls];
 
 		next = d->next;
-		if (b->count < g.cache_count && tc->cached_bytes + cap <= g.cache_bytes) {
+		/* the limit from conf: g.cache_limit is 0 while a gate is up */
+		if (b->count < g.conf.cache_count && tc->cached_bytes + cap <= g.cache_bytes) {
 			d->state = BLK_CACHED;
+			d->stamp = tc->c->frees; /* idle from now on, for the decay */
 			d->next = b->head;
 			b->head = id;
 			b->count++;
@@ -696,6 +833,7 @@ static void tc_fold(struct tcache *tc)
 	SCRATCH__ADD(&e->passthrough, s.passthrough);
 	SCRATCH__ADD(&e->peak_leased, s.peak_leased);
 	SCRATCH__ADD(&e->growth_bytes, s.growth_bytes);
+	SCRATCH__ADD(&e->larger_hits, s.larger_hits);
 	SCRATCH__ADD(&e->remote_in, s.remote_in);
 	SCRATCH__ADD(&g.proc->exited_threads, 1);
 	scratch__segment_thread_reclaim(tc->index); /* inside the bracket: no double count */
@@ -727,7 +865,8 @@ static void reap_zombies(void)
 		}
 		if (back != 0)
 			count_retained(z->c, -(int64_t)back);
-		if (z->state == TC_ZOMBIE && z->c->leased == rib && z->c->retained == 0) {
+		if (z->state == TC_ZOMBIE && z->c->leased == rib &&
+		    z->c->retained == __atomic_load_n(&z->c->decayed_bytes, __ATOMIC_RELAXED)) {
 			tc_fold(z);
 			g.zombies--;
 		}
@@ -839,10 +978,12 @@ static void tc_destructor(void *arg)
 		pthread_setspecific(g.key, tc);
 		return;
 	}
+	tc_enter(tc);
 	tc_drain_remote(tc);
 	pthread_mutex_lock(&g.lock);
 	tls_tc = TC_DEAD;
 	tc_flush_locked(tc);
+	tc_leave(tc); /* under g.lock, and a zombie below: no pass comes in */
 	/* Seq_cst, as remote_free's push and state load: either the reap
 	 * below sees a block pushed now, or its freer sees the zombie and
 	 * asks for a reap (zombie_dirty). */
@@ -867,6 +1008,427 @@ static inline struct tcache *tc_get(void)
 }
 
 /* ---------------------------------------------------------------------- */
+/* The gate and decay                                                      */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * A decay pass takes idle blocks out of thread caches, which are private to
+ * their threads and written with plain stores, while those threads may be
+ * parked for good. The exclusion is asymmetric, so the fast paths pay no
+ * fence: a thread marks itself inside its bins (its counters' seq odd on
+ * the fast paths, which hold the whole pop or push in that bracket; busy on
+ * the slow paths) and only then reads the gate (trim_epoch's GATE_BIT on
+ * acquire, a cache_count of 0 on release, g.gate on the slow paths). The
+ * pass raises the gate under g.lock, issues membarrier(2), which makes
+ * every thread's earlier stores visible, and enters only the caches whose
+ * thread it then sees outside. Either the thread read the gate (it takes
+ * its slow path, which waits on g.lock), or the pass saw it inside (and
+ * leaves that cache to the next pass). Without membarrier (an old kernel,
+ * a seccomp filter) passes only take the depot's blocks, and each thread's
+ * own slow path takes care of its cache.
+ */
+static void gate_raise(void)
+{
+	__atomic_store_n(&g.gate, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&g.trim_epoch, g.trim_epoch | GATE_BIT, __ATOMIC_RELAXED);
+	__atomic_store_n(&g.cache_limit, 0, __ATOMIC_RELAXED);
+}
+
+static void gate_lower(void)
+{
+	__atomic_store_n(&g.cache_limit, (uint32_t)g.conf.cache_count, __ATOMIC_RELEASE);
+	__atomic_store_n(&g.trim_epoch, g.trim_epoch & ~GATE_BIT, __ATOMIC_RELEASE);
+	__atomic_store_n(&g.gate, 0, __ATOMIC_RELEASE);
+}
+
+/* Enter a slow path that touches tc's bins (its own thread, without
+ * g.lock): raise busy, then read the gate; while it is up, wait for the
+ * pass on g.lock. */
+static void tc_enter(struct tcache *tc)
+{
+	for (;;) {
+		__atomic_store_n(&tc->busy, 1, __ATOMIC_RELAXED);
+		__asm__ volatile("" : : : "memory");
+		if (!__atomic_load_n(&g.gate, __ATOMIC_ACQUIRE))
+			return;
+		__atomic_store_n(&tc->busy, 0, __ATOMIC_RELEASE);
+		pthread_mutex_lock(&g.lock);
+		pthread_mutex_unlock(&g.lock);
+	}
+}
+
+static void tc_leave(struct tcache *tc)
+{
+	__atomic_store_n(&tc->busy, 0, __ATOMIC_RELEASE);
+}
+
+/*
+ * The decay clock. A cached block's stamp is its owner's frees count at
+ * the release, so the fast path reads no clock; each pass notes every
+ * cache's frees count with the time (a mark). A block stamped at or below
+ * a mark taken decay_ms ago has been idle at least that long. Passes come
+ * every decay_ms/4, so a block's pages go back between decay_ms and
+ * 1.25 decay_ms (plus one period's lateness) after its release.
+ */
+static uint64_t decay_period_ms(void)
+{
+	return g.conf.decay_ms >= 4 ? g.conf.decay_ms / 4 : 1;
+}
+
+/* The frees count of tc's newest mark that is decay_ms old at now. */
+static bool mark_before(const struct tcache *tc, uint64_t now, uint64_t *ret_frees)
+{
+	bool any = false;
+
+	for (uint32_t i = 0; i < tc->nmarks && i < DECAY_MARKS; i++) {
+		const struct decay_mark *m = &tc->marks[i];
+
+		if (now - m->ms >= g.conf.decay_ms && (!any || m->frees > *ret_frees)) {
+			*ret_frees = m->frees;
+			any = true;
+		}
+	}
+	return any;
+}
+
+static void mark_take(struct tcache *tc, uint64_t now)
+{
+	struct decay_mark *m = &tc->marks[tc->nmarks++ % DECAY_MARKS];
+
+	m->ms = now;
+	m->frees = __atomic_load_n(&tc->c->frees, __ATOMIC_RELAXED);
+}
+
+/* Push block id on a pass's list of blocks to decommit; it is EMPTY from
+ * now on (no list holds it until decay_finish). */
+static void list_push(uint32_t *list, uint32_t id)
+{
+	struct blk *d = &g.blk[id];
+
+	d->state = BLK_EMPTY;
+	d->owner = 0;
+	d->next = *list;
+	*list = id;
+}
+
+/* Move tc's cached blocks stamped at or below frees onto *list (a bin is
+ * newest first, so that is a tail of it). Returns their bytes. tc's thread
+ * is outside its bins (gate) or is the caller. */
+static uint64_t tc_cut(struct tcache *tc, uint64_t frees, uint32_t *list)
+{
+	uint64_t bytes = 0;
+
+	for (unsigned bin = g.cls_base; bin < g.cls_base + g.nbins; bin++) {
+		struct bin *b = &tc->bins[bin];
+		uint32_t *link = &b->head, kept = 0, id, next;
+
+		while (*link != 0 && g.blk[*link].stamp > frees) {
+			link = &g.blk[*link].next;
+			kept++;
+		}
+		id = *link;
+		*link = 0;
+		b->count = kept;
+		for (; id != 0; id = next) {
+			next = g.blk[id].next;
+			bytes += g.cls_size[bin];
+			list_push(list, id);
+		}
+	}
+	tc->cached_bytes -= bytes;
+	return bytes;
+}
+
+/* Blocks others freed to tc, which it may never come for: into its bins,
+ * stamped now as its own drain would, or onto *list beyond its limits.
+ * Returns the bytes put on the list. Same conditions as tc_cut(). */
+static uint64_t tc_take_remote(struct tcache *tc, uint32_t *list)
+{
+	uint32_t id = remote_take(tc), next;
+	uint64_t out = 0;
+
+	for (; id != 0; id = next) {
+		struct blk *d = &g.blk[id];
+		struct bin *b = &tc->bins[d->cls];
+		uint64_t cap = g.cls_size[d->cls];
+
+		next = d->next;
+		if (b->count < g.conf.cache_count && tc->cached_bytes + cap <= g.cache_bytes) {
+			d->state = BLK_CACHED;
+			d->stamp = __atomic_load_n(&tc->c->frees, __ATOMIC_RELAXED);
+			d->next = b->head;
+			b->head = id;
+			b->count++;
+			tc->cached_bytes += cap;
+			continue;
+		}
+		out += cap;
+		list_push(list, id);
+	}
+	return out;
+}
+
+/* Decay tc's cache at now onto *list; credit the blocks that left it. */
+static void tc_decay(struct tcache *tc, uint64_t now, uint32_t *list)
+{
+	uint64_t frees = 0, out = tc_take_remote(tc, list);
+
+	if (mark_before(tc, now, &frees))
+		out += tc_cut(tc, frees, list);
+	if (out != 0)
+		__atomic_fetch_add(&tc->c->decayed_bytes, out, __ATOMIC_RELEASE);
+}
+
+/* Depot blocks put decay_ms or more before now, onto *list. Under g.lock. */
+static void depot_cut(uint64_t now, uint32_t *list)
+{
+	uint64_t bytes = 0, blocks = 0;
+
+	for (unsigned bin = g.cls_base; bin < g.cls_base + g.nbins; bin++) {
+		uint32_t *link = &g.depot_head[bin], id, next;
+
+		while (*link != 0 && now - g.blk[*link].stamp < g.conf.decay_ms)
+			link = &g.blk[*link].next;
+		id = *link;
+		*link = 0;
+		for (; id != 0; id = next) {
+			next = g.blk[id].next;
+			bytes += g.cls_size[bin];
+			blocks++;
+			list_push(list, id);
+		}
+	}
+	if (blocks == 0)
+		return;
+	proc_begin();
+	SCRATCH__SUB(&g.proc->depot_bytes, bytes);
+	SCRATCH__SUB(&g.proc->depot_blocks, blocks);
+	proc_end();
+}
+
+/* Return the pages of a pass's list (without g.lock), then file its blocks
+ * in their classes' empty lists. */
+static void decay_finish(uint32_t list)
+{
+	uint64_t total = 0;
+	uint32_t id, next;
+
+	if (list == 0)
+		return;
+	for (id = list; id != 0; id = g.blk[id].next)
+		scratch__os_decommit((void *)blk_addr(&g.blk[id]), g.cls_size[g.blk[id].cls]);
+	pthread_mutex_lock(&g.lock);
+	for (id = list; id != 0; id = next) {
+		struct blk *d = &g.blk[id];
+
+		next = d->next;
+		d->fresh = 1;
+		d->next = g.empty_head[d->cls];
+		g.empty_head[d->cls] = id;
+		g.live_blocks--;
+		total += g.cls_size[d->cls];
+	}
+	proc_begin();
+	SCRATCH__ADD(&g.proc->trimmed, total);
+	proc_end();
+	pthread_mutex_unlock(&g.lock);
+}
+
+static struct {
+	pthread_mutex_t lock; /* held by a pass from start to end (fork waits on it) */
+	uint32_t state;       /* DK_NONE, DK_RUNNING, DK_INLINE */
+	uint32_t wake;        /* futex word: a carve wakes a parked thread */
+	bool parked;          /* under g.lock */
+	int barrier;          /* membarrier registered: 0 unknown, 1 yes, -1 no */
+	uint64_t next_ms;     /* inline passes: not before */
+} dk = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+enum { DK_NONE, DK_RUNNING, DK_INLINE };
+
+/* Under g.lock: a new live block wakes a parked decay thread. */
+static void decay_wake_locked(void)
+{
+	if (!dk.parked)
+		return;
+	dk.parked = false;
+	__atomic_fetch_add(&dk.wake, 1, __ATOMIC_RELEASE);
+	scratch__os_futex_wake(&dk.wake, 1);
+}
+
+/* May this pass enter the caches of other threads (see gate_raise)? */
+static bool decay_may_enter(void)
+{
+#if defined(SCRATCH__TSAN)
+	return false; /* ThreadSanitizer cannot see membarrier's ordering */
+#else
+	if (dk.barrier == 0)
+		dk.barrier = scratch__os_membarrier_register() ? 1 : -1;
+	return dk.barrier > 0;
+#endif
+}
+
+/* Does any live cache hold blocks a pass could take? A racy look, only to
+ * spare an idle process the gate and the membarrier. Under g.lock. */
+static bool caches_worth_a_pass(uint64_t now)
+{
+	for (uint32_t i = 0; i < g.tcs_used; i++) {
+		struct tcache *tc = &g.tcs[i];
+		uint64_t frees = 0;
+
+		if (tc->state != TC_LIVE || tc->reclaiming)
+			continue;
+		if (__atomic_load_n(&tc->remote_head, __ATOMIC_RELAXED) != 0)
+			return true;
+		if (__atomic_load_n(&tc->cached_bytes, __ATOMIC_RELAXED) != 0 &&
+		    mark_before(tc, now, &frees))
+			return true;
+	}
+	return false;
+}
+
+/* Is tc's thread outside its bins? Read after the membarrier. */
+static bool tc_outside(struct tcache *tc)
+{
+	return (__atomic_load_n(&tc->c->seq, __ATOMIC_ACQUIRE) & 1) == 0 &&
+	       !__atomic_load_n(&tc->busy, __ATOMIC_ACQUIRE);
+}
+
+/* The caches' part of a pass, under g.lock: self (an inline pass's caller,
+ * outside its bins) is entered without the gate. */
+static void decay_caches(uint64_t now, struct tcache *self, uint32_t *list)
+{
+	bool enter = decay_may_enter() && caches_worth_a_pass(now);
+
+	if (enter) {
+		gate_raise();
+		if (!scratch__os_membarrier())
+			enter = false;
+	}
+	for (uint32_t i = 0; i < g.tcs_used; i++) {
+		struct tcache *tc = &g.tcs[i];
+
+		if (tc->state != TC_LIVE || tc->reclaiming)
+			continue;
+		if (tc == self || (enter && tc_outside(tc)))
+			tc_decay(tc, now, list);
+		mark_take(tc, now);
+	}
+	if (__atomic_load_n(&g.gate, __ATOMIC_RELAXED))
+		gate_lower();
+}
+
+/* One pass at now; the caller holds dk.lock. Returns the number of live
+ * blocks left (0: nothing can decay until the next carve). */
+static uint64_t decay_pass(uint64_t now, struct tcache *self)
+{
+	uint32_t list = 0;
+	uint64_t live;
+
+	pthread_mutex_lock(&g.lock);
+	decay_caches(now, self, &list);
+	depot_cut(now, &list);
+	live = g.live_blocks;
+	pthread_mutex_unlock(&g.lock);
+	decay_finish(list);
+	return live;
+}
+
+/* Sleep until the next pass is due, or (nothing live) until a carve. */
+static void decay_sleep(uint64_t live)
+{
+	uint32_t w;
+
+	pthread_mutex_lock(&g.lock);
+	w = __atomic_load_n(&dk.wake, __ATOMIC_ACQUIRE);
+	if (live == 0 && g.live_blocks == 0)
+		dk.parked = true;
+	else
+		live = 1;
+	pthread_mutex_unlock(&g.lock);
+	scratch__os_futex_wait(&dk.wake, w, live == 0 ? -1 : (long)(decay_period_ms() * 1000000));
+}
+
+static void *decay_main(void *arg)
+{
+	(void)arg;
+	prctl(PR_SET_NAME, "scratch-decay", 0, 0, 0);
+	for (;;) {
+		uint64_t live;
+
+		pthread_mutex_lock(&dk.lock);
+		live = decay_pass(scratch__os_monotonic_ms(), NULL);
+		pthread_mutex_unlock(&dk.lock);
+		decay_sleep(live);
+	}
+	return NULL;
+}
+
+/*
+ * Start the decay thread: a quiet host (every thread parked after a burst)
+ * makes no call that could return its memory, so something must run on its
+ * own. It blocks every signal (the host's signals are the host's), never
+ * touches a pool of its own, sleeps decay_ms/4 between passes while blocks
+ * are live and parks on a futex once none is; a fork's child starts its own
+ * at its first slow-path acquire. Failing that, passes run inline (DK_INLINE).
+ */
+SCRATCH_COLD static void decay_start(void)
+{
+	uint32_t none = DK_NONE;
+	sigset_t all, old;
+	pthread_attr_t attr;
+	pthread_t t;
+	int rc = -1;
+
+	if (!__atomic_compare_exchange_n(&dk.state, &none, DK_RUNNING, false, __ATOMIC_ACQ_REL,
+	                                 __ATOMIC_RELAXED))
+		return;
+	if (g.conf.decay_thread && pthread_attr_init(&attr) == 0) {
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		/* room for the static TLS of big hosts too; only what it
+		 * touches (a few pages) is ever resident */
+		pthread_attr_setstacksize(&attr, 256 << 10);
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		rc = pthread_create(&t, &attr, decay_main, NULL);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		pthread_attr_destroy(&attr);
+	}
+	if (rc != 0)
+		__atomic_store_n(&dk.state, DK_INLINE, __ATOMIC_RELEASE);
+}
+
+/*
+ * Every slow-path acquire comes here, outside its bins and locks: the
+ * first starts the decay thread; without one, every 16th of a thread's
+ * reads the clock and runs a pass inline when one is due.
+ */
+static void decay_slow_event(struct tcache *tc)
+{
+	uint32_t st;
+	uint64_t now;
+	int saved = errno;
+
+	if (g.conf.decay_ms == 0)
+		return;
+	st = __atomic_load_n(&dk.state, __ATOMIC_ACQUIRE);
+	if (st == DK_NONE) {
+		decay_start();
+		st = __atomic_load_n(&dk.state, __ATOMIC_ACQUIRE);
+	}
+	if (st != DK_INLINE || (++tc->slow_calls & 15) != 0)
+		goto out;
+	now = scratch__os_monotonic_ms();
+	if (now < __atomic_load_n(&dk.next_ms, __ATOMIC_RELAXED) ||
+	    pthread_mutex_trylock(&dk.lock) != 0)
+		goto out;
+	__atomic_store_n(&dk.next_ms, now + decay_period_ms(), __ATOMIC_RELAXED);
+	(void)decay_pass(now, tc);
+	pthread_mutex_unlock(&dk.lock);
+out:
+	errno = saved;
+}
+
+/* ---------------------------------------------------------------------- */
 /* Acquire and release                                                     */
 /* ---------------------------------------------------------------------- */
 
@@ -877,18 +1439,21 @@ static inline unsigned size_bin(uint64_t size)
 	return class_index(size);
 }
 
-/* Lease a block to the orphan path (a thread without a cache). */
-static uint32_t orphan_acquire(unsigned bin, bool *fresh)
+/* Lease a block for a request of size (class bin) to the orphan path (a
+ * thread without a cache): the depot's best fit, else a new block. */
+static uint32_t orphan_acquire(uint64_t size, unsigned bin, bool *fresh)
 {
-	uint64_t cap = g.cls_size[bin];
+	uint64_t cap;
+	unsigned got;
 	uint32_t id;
 	bool hit;
 
 	pthread_mutex_lock(&g.lock);
-	id = depot_take(bin);
+	id = depot_take_fit(size, bin, &got);
 	hit = id != 0;
 	if (id == 0)
 		id = carve(bin);
+	cap = g.cls_size[got];
 	if (id != 0) {
 		struct scratch__counters *e = &g.proc->exited;
 
@@ -896,6 +1461,8 @@ static uint32_t orphan_acquire(unsigned bin, bool *fresh)
 		proc_begin();
 		SCRATCH__ADD(&e->allocs, 1);
 		SCRATCH__ADD(hit ? &e->depot_hits : &e->misses, 1);
+		if (got != bin)
+			SCRATCH__ADD(&e->larger_hits, 1);
 		SCRATCH__ADD(&g.proc->orphan_leased, cap);
 		SCRATCH__ADD(&g.proc->orphan_retained, cap);
 		proc_end();
@@ -908,11 +1475,176 @@ static uint32_t orphan_acquire(unsigned bin, bool *fresh)
 	return id;
 }
 
+/* Pop the head of tc's bin b (not empty). */
+static uint32_t bin_pop(struct tcache *tc, unsigned b)
+{
+	struct bin *bn = &tc->bins[b];
+	uint32_t id = bn->head;
+
+	bn->head = g.blk[id].next;
+	bn->count--;
+	tc->cached_bytes -= g.cls_size[b];
+	return id;
+}
+
+/*
+ * Hot-first across classes: of tc's idle blocks of the classes above bin
+ * that a request of size may take (fit_top), the one released last, whose
+ * pages are the warmest in cache and TLB. Each bin's head is its newest
+ * block, so this reads one head per class: at most 4 log2(max_fit) + 4 of
+ * them (28 at the default), on the slow path only. 0 when none.
+ */
+static uint32_t cache_take_larger(struct tcache *tc, uint64_t size, unsigned bin)
+{
+	unsigned top = fit_top(size), best = 0;
+	uint64_t stamp = 0;
+
+	for (unsigned b = bin + 1; b <= top; b++) {
+		uint32_t id = tc->bins[b].head;
+
+		if (id != 0 && (best == 0 || g.blk[id].stamp > stamp)) {
+			best = b;
+			stamp = g.blk[id].stamp;
+		}
+	}
+	return best == 0 ? 0 : bin_pop(tc, best);
+}
+
+/*
+ * The class a miss of size (class bin) carves. A thread whose last two
+ * growths climbed to just below this one (within 4x) is growing a buffer
+ * (attention scores gain a row every token): it gets twice the request,
+ * so the buffer grows into one new block per doubling rather than one per
+ * class (four). Two steps of evidence, so that a program warming up its
+ * two or three sizes keeps exact classes. The tail a block does not use
+ * costs address space only: untouched pages are never faulted. Within
+ * max_size and the fit bound.
+ */
+static unsigned growth_class(const struct tcache *tc, uint64_t size, unsigned bin)
+{
+	unsigned want = bin + 4, top = fit_top(size);
+
+	if (tc->prev_miss == 0 || tc->prev_miss >= tc->last_miss || tc->last_miss >= bin ||
+	    bin - tc->prev_miss > GROWTH_WINDOW)
+		return bin;
+	if (want > g.cls_base + g.nbins - 1)
+		want = g.cls_base + g.nbins - 1;
+	return want > top ? (top > bin ? top : bin) : want;
+}
+
+/*
+ * A new block of bytes for a request of class bin: tc's idle blocks of the
+ * classes below could not serve it, and a growing buffer (or a working set
+ * that moved up) leaves them behind. Their pages go back now, the smallest
+ * classes first and at most bytes of them, so the new pages replace old
+ * ones instead of adding to them and no trail of resident idle blocks
+ * stays; their addresses stay with their classes. Under g.lock (dropped
+ * around each madvise); tc is the caller's, busy.
+ */
+static void carve_shed(struct tcache *tc, unsigned bin, uint64_t bytes)
+{
+	uint64_t shed = 0;
+
+	for (unsigned b = g.cls_base; b < bin && shed < bytes; b++)
+		while (tc->bins[b].head != 0 && shed < bytes) {
+			shed += g.cls_size[b];
+			block_empty(bin_pop(tc, b));
+		}
+	if (shed != 0)
+		count_retained(tc->c, -(int64_t)shed);
+}
+
+/* A cache hit on the slow path: of class got, for a request of class bin. */
+static uint32_t count_cache_hit(struct tcache *tc, uint32_t id, unsigned got, unsigned bin)
+{
+	struct scratch__counters *c = tc->c;
+
+	scratch__seq_begin(&c->seq);
+	count_lease_in(c, g.cls_size[got], &c->hits);
+	if (got != bin)
+		SCRATCH__ADD(&c->larger_hits, 1);
+	scratch__seq_end(&c->seq);
+	return id;
+}
+
+/* The depot or a new block for tc's request of size (class bin): its
+ * counters, the growth rule and the trace. Takes g.lock. */
+static uint32_t depot_or_carve(struct tcache *tc, uint64_t size, unsigned bin, bool *ret_fresh)
+{
+	unsigned got, want;
+	uint32_t id;
+
+	pthread_mutex_lock(&g.lock);
+	if (__atomic_load_n(&g.zombie_dirty, __ATOMIC_RELAXED))
+		reap_zombies();
+	id = depot_take_fit(size, bin, &got);
+	if (id != 0) {
+		pthread_mutex_unlock(&g.lock);
+		count_retained(tc->c, (int64_t)g.cls_size[got]);
+		scratch__seq_begin(&tc->c->seq);
+		count_lease_in(tc->c, g.cls_size[got], &tc->c->depot_hits);
+		if (got != bin)
+			SCRATCH__ADD(&tc->c->larger_hits, 1);
+		scratch__seq_end(&tc->c->seq);
+		return id;
+	}
+	want = growth_class(tc, size, bin);
+	id = carve(want);
+	if (id == 0 && want != bin)
+		id = carve(want = bin);
+	if (id == 0 && tc->cached_bytes != 0) {
+		/* used up: our own idle blocks can serve too, through the depot */
+		tc_flush_locked(tc);
+		id = carve(want = bin);
+	}
+	if (id != 0)
+		carve_shed(tc, bin, g.cls_size[want]);
+	pthread_mutex_unlock(&g.lock);
+	if (id == 0)
+		return 0;
+	tc->prev_miss = tc->last_miss;
+	tc->last_miss = want;
+	*ret_fresh = true;
+	count_retained(tc->c, (int64_t)g.cls_size[want]);
+	count_lease(tc->c, g.cls_size[want], &tc->c->misses);
+	scratch__seq_begin(&tc->c->seq);
+	SCRATCH__ADD(&tc->c->growth_bytes, g.cls_size[want]);
+	scratch__seq_end(&tc->c->seq);
+	scratch__trace_growth(tc->tid, g.cls_size[want], want, scratch__current_owner);
+	return id;
+}
+
+/* tc's block for a request of size (class bin), in order: its own bin, its
+ * larger bins (hot-first), the depot, a new block. tc is busy (tc_enter). */
+static uint32_t cache_acquire(struct tcache *tc, uint64_t size, unsigned bin, bool *ret_fresh)
+{
+	uint32_t epoch = __atomic_load_n(&g.trim_epoch, __ATOMIC_RELAXED) & ~GATE_BIT;
+	uint32_t id;
+
+	if (tc->trim_seen != epoch) {
+		/* Someone called scratch_trim(): give our idle memory back. */
+		tc->trim_seen = epoch;
+		tc_drain_remote(tc);
+		pthread_mutex_lock(&g.lock);
+		tc_flush_locked(tc);
+		depot_trim();
+		pthread_mutex_unlock(&g.lock);
+	}
+	tc_drain_remote(tc);
+	if (tc->bins[bin].head != 0)
+		return count_cache_hit(tc, bin_pop(tc, bin), bin, bin);
+	id = cache_take_larger(tc, size, bin);
+	if (id != 0)
+		return count_cache_hit(tc, id, g.blk[id].cls, bin);
+	return depot_or_carve(tc, size, bin, ret_fresh);
+}
+
+static void decay_slow_event(struct tcache *tc);
+
 SCRATCH_COLD static void *acquire_slow(uint64_t size, bool *ret_fresh)
 {
 	struct tcache *tc;
 	unsigned bin;
-	uint64_t cap;
 	uint32_t id = 0;
 	bool fresh = false;
 	struct blk *d;
@@ -924,62 +1656,16 @@ SCRATCH_COLD static void *acquire_slow(uint64_t size, bool *ret_fresh)
 		return NULL;
 	}
 	bin = size_bin(size);
-	cap = g.cls_size[bin];
 	if (!is_tc(tc)) {
-		id = orphan_acquire(bin, &fresh);
-		goto out;
+		id = orphan_acquire(size, bin, &fresh);
+	} else {
+		tc_enter(tc);
+		id = cache_acquire(tc, size, bin, &fresh);
+		if (id != 0)
+			g.blk[id].owner = (uint16_t)tc->tag;
+		tc_leave(tc);
+		decay_slow_event(tc);
 	}
-	if (tc->trim_seen != __atomic_load_n(&g.trim_epoch, __ATOMIC_RELAXED)) {
-		/* Someone called scratch_trim(): give our idle memory back. */
-		tc->trim_seen = __atomic_load_n(&g.trim_epoch, __ATOMIC_RELAXED);
-		tc_drain_remote(tc);
-		pthread_mutex_lock(&g.lock);
-		tc_flush_locked(tc);
-		depot_trim();
-		pthread_mutex_unlock(&g.lock);
-	}
-	tc_drain_remote(tc);
-	if (tc->bins[bin].head != 0) {
-		struct bin *b = &tc->bins[bin];
-
-		id = b->head;
-		b->head = g.blk[id].next;
-		b->count--;
-		tc->cached_bytes -= cap;
-		count_lease(tc->c, cap, &tc->c->hits);
-		goto out_owned;
-	}
-	pthread_mutex_lock(&g.lock);
-	if (__atomic_load_n(&g.zombie_dirty, __ATOMIC_RELAXED))
-		reap_zombies();
-	id = depot_take(bin);
-	if (id != 0) {
-		pthread_mutex_unlock(&g.lock);
-		count_retained(tc->c, (int64_t)cap);
-		count_lease(tc->c, cap, &tc->c->depot_hits);
-		goto out_owned;
-	}
-	id = carve(bin);
-	if (id == 0 && tc->cached_bytes != 0) {
-		/* used up: our own idle blocks can serve too, through the depot */
-		tc_flush_locked(tc);
-		id = carve(bin);
-	}
-	pthread_mutex_unlock(&g.lock);
-	if (id == 0) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	fresh = true;
-	count_retained(tc->c, (int64_t)cap);
-	count_lease(tc->c, cap, &tc->c->misses);
-	scratch__seq_begin(&tc->c->seq);
-	SCRATCH__ADD(&tc->c->growth_bytes, cap);
-	scratch__seq_end(&tc->c->seq);
-	scratch__trace_growth(tc->tid, cap, bin, scratch__current_owner);
-out_owned:
-	g.blk[id].owner = (uint16_t)tc->tag;
-out:
 	if (id == 0) {
 		errno = ENOMEM;
 		return NULL;
@@ -995,30 +1681,41 @@ out:
 
 /*
  * The hit path for a pooled size: pop the head of this thread's bin, or
- * (empty bin, a sentinel cache, or a trim to honour first) return miss(size),
- * a tail call. The bin's head and count are written by two scalar stores
- * on purpose: the compiler would otherwise pair them into a vector store,
- * three instructions more.
+ * (empty bin, a sentinel cache, a trim to honour first, or a decay pass's
+ * gate up) return miss(size), a tail call. The whole pop is inside the
+ * counters' sequence bracket, and the gate (trim_epoch) is read after the
+ * bracket opens: that is what lets a decay pass tell whether this thread
+ * is in its bins (see gate_raise). The bin's head and count are written by
+ * two scalar stores on purpose: the compiler would otherwise pair them
+ * into a vector store, three instructions more.
  */
 static inline void *acquire_hit(uint64_t size, void *(*miss)(uint64_t))
 {
 	struct tcache *tc = tls_tc;
 	unsigned bin = size_bin(size);
-	struct bin *b = &tc->bins[bin];
-	uint32_t id = b->head;
+	struct scratch__counters *c = tc->c;
 
-	if (likely(id != 0 && tc->trim_seen == __atomic_load_n(&g.trim_epoch, __ATOMIC_RELAXED))) {
-		struct blk *d = &g.blk[id];
-		uint64_t cap = g.cls_size[bin];
+	scratch__seq_begin(&c->seq);
+	__asm__ volatile("" : : : "memory");
+	if (likely(__atomic_load_n(&g.trim_epoch, __ATOMIC_ACQUIRE) == tc->trim_seen)) {
+		struct bin *b = &tc->bins[bin];
+		uint32_t id = b->head;
 
-		b->head = d->next;
-		__asm__("" : : : "memory");
-		b->count--;
-		tc->cached_bytes -= cap;
-		d->state = BLK_LEASED;
-		count_lease(tc->c, cap, &tc->c->hits);
-		return (void *)blk_addr(d);
+		if (likely(id != 0)) {
+			struct blk *d = &g.blk[id];
+			uint64_t cap = g.cls_size[bin];
+
+			b->head = d->next;
+			__asm__("" : : : "memory");
+			b->count--;
+			tc->cached_bytes -= cap;
+			d->state = BLK_LEASED;
+			count_lease_in(c, cap, &c->hits);
+			scratch__seq_end(&c->seq);
+			return (void *)blk_addr(d);
+		}
 	}
+	scratch__seq_end(&c->seq);
 	return miss(size);
 }
 
@@ -1178,6 +1875,21 @@ static void remote_free(struct tcache *owner, uint32_t id, uint64_t cap)
 		__atomic_store_n(&g.zombie_dirty, 1, __ATOMIC_RELAXED);
 }
 
+static inline void release_block(uint32_t id);
+
+/* Did the release fast path fail on an own block only because a decay
+ * pass had the gate up (the cache has room)? A racy look at the thread's
+ * own bins: at worst it waits for a pass for nothing, or sends a block
+ * to the depot that a cache would have taken. */
+static bool release_gated(const struct tcache *tc, const struct blk *d)
+{
+	uint64_t cap = g.cls_size[d->cls];
+
+	return __atomic_load_n(&g.gate, __ATOMIC_ACQUIRE) ||
+	       (__atomic_load_n(&tc->bins[d->cls].count, __ATOMIC_RELAXED) < g.conf.cache_count &&
+	        __atomic_load_n(&tc->cached_bytes, __ATOMIC_RELAXED) + cap <= g.cache_bytes);
+}
+
 SCRATCH_COLD static void release_slow(struct tcache *tc, uint32_t id)
 {
 	struct blk *d = &g.blk[id];
@@ -1200,6 +1912,15 @@ SCRATCH_COLD static void release_slow(struct tcache *tc, uint32_t id)
 		if (is_tc(tc))
 			count_release(tc->c, 0);
 		errno = saved;
+		return;
+	}
+	if (is_tc(tc) && d->owner == tc->tag && release_gated(tc, d)) {
+		/* The cache looked full because a decay pass had the gate up:
+		 * wait for it (it holds g.lock) and try again. */
+		pthread_mutex_lock(&g.lock);
+		pthread_mutex_unlock(&g.lock);
+		errno = saved;
+		release_block(id);
 		return;
 	}
 	if (is_tc(tc) && d->owner == tc->tag) {
@@ -1232,25 +1953,37 @@ SCRATCH_COLD static void release_slow(struct tcache *tc, uint32_t id)
 }
 
 /* Release the lent block id: into the calling thread's bin when it owns
- * the block and the bin has room, else by the slow path. */
+ * the block and the bin has room, else by the slow path. As on the hit
+ * path, the push is inside the sequence bracket and the gate (a cache_count
+ * of 0) is read first; the stamp is the frees count, the cache's clock. */
 static inline void release_block(uint32_t id)
 {
 	struct tcache *tc = tls_tc;
 	struct blk *d = &g.blk[id];
 
 	if (likely(d->owner == tc->tag)) {
+		struct scratch__counters *c = tc->c;
 		struct bin *b = &tc->bins[d->cls];
 		uint64_t cap = g.cls_size[d->cls];
+		uint32_t limit;
 
-		if (likely(b->count < g.cache_count && tc->cached_bytes + cap <= g.cache_bytes)) {
+		scratch__seq_begin(&c->seq);
+		__asm__ volatile("" : : : "memory");
+		limit = __atomic_load_n(&g.cache_limit, __ATOMIC_ACQUIRE);
+		__asm__ volatile("" : : : "memory");
+		if (likely(b->count < limit && tc->cached_bytes + cap <= g.cache_bytes)) {
 			d->state = BLK_CACHED;
 			d->next = b->head;
 			b->head = id;
 			b->count++;
 			tc->cached_bytes += cap;
-			count_release(tc->c, cap);
+			SCRATCH__ADD(&c->frees, 1);
+			SCRATCH__SUB(&c->leased, cap);
+			d->stamp = c->frees;
+			scratch__seq_end(&c->seq);
 			return;
 		}
+		scratch__seq_end(&c->seq);
 	}
 	release_slow(tc, id);
 }
@@ -1346,14 +2079,18 @@ void scratch_thread_flush(void)
 
 	if (!scratch__init())
 		return;
-	if (is_tc(tc))
+	if (is_tc(tc)) {
+		tc_enter(tc);
 		tc_drain_remote(tc);
+	}
 	pthread_mutex_lock(&g.lock);
 	if (is_tc(tc))
 		tc_flush_locked(tc);
 	if (g.zombies > 0)
 		reap_zombies();
 	pthread_mutex_unlock(&g.lock);
+	if (is_tc(tc))
+		tc_leave(tc);
 }
 
 size_t scratch_trim(void)
@@ -1363,12 +2100,15 @@ size_t scratch_trim(void)
 
 	if (!scratch__init())
 		return 0;
-	if (is_tc(tc))
+	if (is_tc(tc)) {
+		tc_enter(tc);
 		tc_drain_remote(tc);
+	}
 	pthread_mutex_lock(&g.lock);
 	if (is_tc(tc)) {
 		tc_flush_locked(tc);
 		tc->trim_seen = g.trim_epoch + 1;
+		tc_leave(tc);
 	}
 	/* the caches of threads that ended without their exit hook, too */
 	(void)reclaim_ended_locked(true);
@@ -1393,7 +2133,7 @@ static void add_counters(struct scratch_stats *st, const struct scratch__counter
 	st->remote_frees_in += s->remote_in;
 	st->remote_frees_out += s->remote_out;
 	st->passthrough += s->passthrough;
-	st->retained += s->retained;
+	st->retained += s->retained - s->decayed_bytes;
 	st->leased += s->leased - s->remote_in_bytes;
 	st->peak_leased += s->peak_leased;
 }
@@ -1463,7 +2203,7 @@ int scratch_conf_get(const char *key, uint64_t *ret_value)
 /* fork                                                                    */
 /* ---------------------------------------------------------------------- */
 
-/* Lock order: init_lock, then g.lock. Fast paths take neither. Then the
+/* Lock order: init_lock, dk.lock, then g.lock. Fast paths take neither. Then the
  * remote frees in flight finish (see fork_gate), a few stores each. The
  * wait is bounded all the same, and the forking thread's own flag is not
  * waited for: a signal handler that forks could find it raised, and would
@@ -1474,6 +2214,7 @@ static void prefork(void)
 	unsigned spins = 0;
 
 	pthread_mutex_lock(&init_lock);
+	pthread_mutex_lock(&dk.lock); /* no decay pass holds blocks off every list */
 	pthread_mutex_lock(&g.lock);
 	__atomic_store_n(&fork_gate, 1, __ATOMIC_SEQ_CST);
 	for (uint32_t i = 0; i < g.tcs_used; i++)
@@ -1491,6 +2232,7 @@ static void postfork_parent(void)
 	scratch__trace_postfork(false);
 	__atomic_store_n(&fork_gate, 0, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&dk.lock);
 	pthread_mutex_unlock(&init_lock);
 }
 
@@ -1507,7 +2249,15 @@ static void postfork_child(void)
 	scratch__trace_postfork(true);
 	__atomic_store_n(&fork_gate, 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&orphans_in_remote, 0, __ATOMIC_RELAXED);
+	/* The decay thread stayed with the parent: the child's first
+	 * slow-path acquire starts its own, and registers its own
+	 * membarrier (a new mm). */
+	if (dk.state == DK_RUNNING)
+		dk.state = DK_NONE;
+	dk.parked = false;
+	dk.barrier = 0;
 	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&dk.lock);
 	pthread_mutex_unlock(&init_lock);
 	if (__atomic_load_n(&g.state, __ATOMIC_ACQUIRE) != ST_READY) {
 		/* pools off, but a segment saying why: the child needs its own */

@@ -388,7 +388,7 @@ static void add_counters(struct segread_totals *t, const struct scratch__counter
 	t->remote_in += c->remote_in;
 	t->remote_out += c->remote_out;
 	t->passthrough += c->passthrough;
-	t->retained += c->retained;
+	t->retained += segread_retained(c);
 	t->leased += segread_leased(c);
 	t->peak_leased += c->peak_leased;
 	t->growth_bytes += c->growth_bytes;

@@ -135,6 +135,13 @@ struct segread_totals {
 void segread_totals(const struct segread_thread *t, size_t n,
                     const struct scratch__proc_counters *proc, struct segread_totals *ret);
 
+/* retained as reported: gross retained minus the idle blocks a decay pass
+ * took out of the thread's cache while it was elsewhere. */
+static inline uint64_t segread_retained(const struct scratch__counters *c)
+{
+	return c->retained >= c->decayed_bytes ? c->retained - c->decayed_bytes : 0;
+}
+
 /* leased as reported: gross leased minus what other threads freed back. */
 static inline uint64_t segread_leased(const struct scratch__counters *c)
 {

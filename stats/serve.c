@@ -123,7 +123,7 @@ static void set_counters(json_t *o, const struct scratch__counters *c)
 	json_object_set_new(o, "remote_frees_in", u64(c->remote_in));
 	json_object_set_new(o, "remote_frees_out", u64(c->remote_out));
 	json_object_set_new(o, "passthrough", u64(c->passthrough));
-	json_object_set_new(o, "retained", u64(c->retained));
+	json_object_set_new(o, "retained", u64(segread_retained(c)));
 	json_object_set_new(o, "leased", u64(segread_leased(c)));
 	json_object_set_new(o, "peak_leased", u64(c->peak_leased));
 	json_object_set_new(o, "growth_bytes", u64(c->growth_bytes));
@@ -454,6 +454,8 @@ static void metric_samples(FILE *f, const struct metric *m, const struct sd_proc
 
 		if (m->off == offsetof(struct scratch__counters, leased))
 			v = segread_leased(&t->c);
+		else if (m->off == offsetof(struct scratch__counters, retained))
+			v = segread_retained(&t->c);
 		fprintf(f, "%s{pid=\"%d\",tid=\"%d\",name=\"", m->name, p->seg.pid, t->tid);
 		label_value(f, t->name);
 		fprintf(f, "\"} %llu\n", (unsigned long long)v);

@@ -42,6 +42,10 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c.max_size, 1 << 30);
 	ck_assert(c.stats && c.trace && c.thp && c.inherit && !c.keep_segment);
 	ck_assert(!c.verbose);
+	/* jemalloc's figures: lg_extent_max_active_fit 6 and dirty_decay_ms */
+	ck_assert_uint_eq(c.max_fit, 64);
+	ck_assert_uint_eq(c.decay_ms, 10000);
+	ck_assert(c.decay_thread);
 	ck_assert_int_eq(w.n, 0);
 }
 END_TEST
@@ -54,7 +58,7 @@ START_TEST(test_good_values)
 	ck_assert_int_eq(parse("min_size:128K,max_size:2G,cache_count:3,cache_bytes:1MiB,"
 	                       "enabled:false,stats:off,trace:no,trace_frames:4,keep_segment:yes,"
 	                       "depot_bytes:0,reserve:1T,trace_ring:1024,max_threads:7,inherit:0,"
-	                       "verbose:on",
+	                       "verbose:on,max_fit:1,decay_ms:0,decay_thread:off",
 	                       &c, &w),
 	                 0);
 	ck_assert_uint_eq(c.min_size, 128 << 10);
@@ -68,7 +72,13 @@ START_TEST(test_good_values)
 	ck_assert_uint_eq(c.reserve, UINT64_C(1) << 40);
 	ck_assert_uint_eq(c.trace_ring, 1024);
 	ck_assert_uint_eq(c.max_threads, 7);
+	ck_assert_uint_eq(c.max_fit, 1);
+	ck_assert_uint_eq(c.decay_ms, 0);
+	ck_assert(!c.decay_thread);
 	ck_assert_int_eq(w.n, 0);
+	ck_assert_int_eq(parse("max_fit:4096,decay_ms:2147483648", &c, &w), 0);
+	ck_assert_uint_eq(c.max_fit, 4096);
+	ck_assert_uint_eq(c.decay_ms, UINT64_C(1) << 31);
 }
 END_TEST
 
@@ -84,6 +94,10 @@ START_TEST(test_bad_values_keep_defaults)
 	        "justakey",        "min_size:99999999999999999999",
 	        "max_size:1GX",    "cache_bytes:12Q",
 	        "verbose:2",       "verbose:",
+	        "max_fit:0",       "max_fit:4097",
+	        "max_fit:8K",      "decay_ms:-5",
+	        "decay_ms:10s",    "decay_ms:2147483649",
+	        "decay_thread:2",
 	};
 	struct scratch__conf c, def;
 	struct warnings w;
@@ -105,6 +119,13 @@ START_TEST(test_messages)
 	struct scratch__conf c;
 	struct warnings w;
 
+	parse("max_fit:0", &c, &w);
+	ck_assert_str_eq(w.last,
+	                 "invalid value for max_fit: '0' (expected a whole number from 1 to "
+	                 "4096), using 64");
+	parse("decay_ms:1s", &c, &w);
+	ck_assert_str_eq(w.last, "invalid value for decay_ms: '1s' (expected a whole number from 0 "
+	                         "to 2147483648), using 10000");
 	parse("min_size:6x4", &c, &w);
 	ck_assert_str_eq(w.last,
 	                 "invalid value for min_size: '6x4' (expected a size from 16K to 64G), "

@@ -258,18 +258,19 @@ END_TEST
 
 START_TEST(test_classes_apart)
 {
-	void *a = scratch_acquire(64 * KIB), *b;
+	void *a = scratch_acquire(64 * KIB), *b = scratch_acquire(200 * KIB);
 	struct scratch_stats s;
 
-	scratch_release(a);
-	b = scratch_acquire(200 * KIB);
 	ck_assert_ptr_ne(a, b);
 	s = thread_stats();
 	ck_assert_uint_eq(s.misses, 2);
 	ck_assert_uint_eq(s.hits, 0);
 	ck_assert_uint_ge(scratch_usable_size(b), 200 * KIB);
 	scratch_release(b);
-	/* the 64 KiB block is still there for its own class */
+	scratch_release(a);
+	/* a 200 KiB request cannot take the 64 KiB block, newer as it is */
+	ck_assert_ptr_eq(scratch_acquire(200 * KIB), b);
+	/* and the 64 KiB block is still there for its own class */
 	ck_assert_ptr_eq(scratch_acquire(64 * KIB), a);
 }
 END_TEST
@@ -279,6 +280,8 @@ START_TEST(test_usable_size_and_alignment)
 	unsigned seed = 7;
 	size_t lo, hi;
 
+	/* the class structure alone: no block serves a smaller class's request */
+	conf_add("max_fit:1");
 	ck_assert(scratch_range(&lo, &hi));
 	ck_assert_uint_eq(lo, 64 * KIB);
 	ck_assert_uint_eq(hi, 1024 * MIB);
@@ -981,6 +984,11 @@ static int child_grows(void)
 START_TEST(test_fork_during_stack_walks)
 {
 	conf_add("cache_count:0,depot_bytes:0,trace:true");
+#ifdef UNDER_TSAN
+	/* it refuses threads started in the child of a threaded process,
+	 * which a child's first growth does (the decay thread) */
+	conf_add("decay_thread:false");
+#endif
 	ck_assert_int_eq(fork_under_load(walk_churn, 200, child_grows), 0);
 }
 END_TEST
@@ -1213,6 +1221,392 @@ START_TEST(test_exhausted_region_uses_idle_blocks)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* reuse across classes, growth, decay                                    */
+/* ---------------------------------------------------------------------- */
+
+/* The equations of scratch.h, exact for this thread and for the process:
+ * the thread holds retained bytes of which leased are lent, and no other
+ * thread, the depot or an orphan holds any. */
+static void expect_pool(uint64_t retained, uint64_t leased)
+{
+	struct scratch_stats t = thread_stats(), p = total_stats();
+
+	ck_assert_uint_eq(t.retained, retained);
+	ck_assert_uint_eq(t.leased, leased);
+	ck_assert_uint_eq(p.retained, retained);
+	ck_assert_uint_eq(p.leased, leased);
+	ck_assert_uint_eq(t.allocs, t.hits + t.depot_hits + t.misses);
+}
+
+/* A cached 64 MiB block serves a 40 MiB request: a hit, the same block
+ * (its warm pages), its real capacity, no growth. */
+START_TEST(test_larger_class_hit)
+{
+	char *a, *b;
+	size_t cap;
+	struct scratch_stats s;
+
+	conf_add("decay_ms:0");
+	a = scratch_acquire(64 * MIB);
+	cap = scratch_usable_size(a);
+	ck_assert_uint_eq(cap, 64 * MIB);
+	memset(a, 0x3c, 40 * MIB);
+	expect_pool(cap, cap);
+	ck_assert_int_eq(scratch_release(a), 0);
+	expect_pool(cap, 0);
+	b = scratch_acquire(40 * MIB);
+	ck_assert_ptr_eq(b, a);
+	ck_assert_uint_eq(scratch_usable_size(b), cap); /* malloc_usable_size: the real capacity */
+	ck_assert_int_eq(b[40 * MIB - 1], 0x3c);        /* the pages it had: no new ones */
+	expect_pool(cap, cap);
+	s = thread_stats();
+	ck_assert_uint_eq(s.misses, 1);
+	ck_assert_uint_eq(s.hits, 1);
+	ck_assert_uint_eq(s.trimmed, 0);
+	ck_assert_int_eq(scratch_release(b), 0);
+	expect_pool(cap, 0);
+}
+END_TEST
+
+/* Of several idle blocks large enough, the one released last wins; the
+ * request's own class still comes first. */
+START_TEST(test_larger_class_most_recent)
+{
+	void *b2, *b4;
+	uint64_t held = 6 * MIB;
+
+	conf_add("decay_ms:0");
+	b2 = scratch_acquire(2 * MIB);
+	b4 = scratch_acquire(4 * MIB);
+	expect_pool(held, held);
+	scratch_release(b2);
+	scratch_release(b4);
+	ck_assert_ptr_eq(scratch_acquire(MIB + 1), b4); /* released last */
+	expect_pool(held, 4 * MIB);
+	scratch_release(b4);                            /* the newest again */
+	ck_assert_ptr_eq(scratch_acquire(2 * MIB), b2); /* its own class comes first */
+	expect_pool(held, 2 * MIB);
+	scratch_release(b2); /* now b2 is the newest */
+	ck_assert_ptr_eq(scratch_acquire(MIB + 1), b2);
+	expect_pool(held, 2 * MIB);
+	scratch_release(b2);
+	expect_pool(held, 0);
+	ck_assert_uint_eq(thread_stats().misses, 2);
+	ck_assert_uint_eq(thread_stats().hits, 3);
+	ck_assert_uint_eq(thread_stats().depot_hits, 0);
+}
+END_TEST
+
+/* The bound: a request takes an idle block at most max_fit times its size
+ * (64 by default), so a 64 KiB request never pins a large block. */
+START_TEST(test_reuse_bound)
+{
+	void *big, *fit, *p, *q;
+	uint64_t held = 12 * MIB;
+
+	conf_add("decay_ms:0");
+	big = scratch_acquire(8 * MIB);
+	fit = scratch_acquire(4 * MIB);
+	scratch_release(fit);
+	scratch_release(big); /* the newest, but 128x a 64 KiB request */
+	expect_pool(held, 0);
+	p = scratch_acquire(64 * KIB);
+	ck_assert_ptr_eq(p, fit); /* 4 MiB: exactly 64x */
+	expect_pool(held, 4 * MIB);
+	q = scratch_acquire(128 * KIB);
+	ck_assert_ptr_eq(q, big); /* 8 MiB is 64x 128 KiB */
+	expect_pool(held, held);
+	scratch_release(p);
+	scratch_release(q);
+	/* a request just below 128 KiB may not take 8 MiB: a new block */
+	p = scratch_acquire(128 * KIB - 4096);
+	ck_assert_ptr_eq(p, fit);
+	q = scratch_acquire(128 * KIB - 4096);
+	ck_assert_ptr_ne(q, big);
+	held += scratch_usable_size(q);
+	expect_pool(held, 4 * MIB + scratch_usable_size(q));
+	ck_assert_uint_eq(thread_stats().misses, 3);
+	scratch_release(p);
+	scratch_release(q);
+	expect_pool(held, 0);
+}
+END_TEST
+
+/* max_fit:2: a request takes blocks up to twice its size, no more. */
+START_TEST(test_reuse_bound_conf)
+{
+	void *b4, *p;
+	uint64_t v;
+
+	conf_add("max_fit:2,decay_ms:0");
+	ck_assert_int_eq(scratch_conf_get("max_fit", &v), 0);
+	ck_assert_uint_eq(v, 2);
+	b4 = scratch_acquire(4 * MIB);
+	scratch_release(b4);
+	p = scratch_acquire(MIB + 1); /* 4 MiB is 3.99x: a miss */
+	ck_assert_ptr_ne(p, b4);
+	ck_assert_uint_eq(scratch_usable_size(p), scratch_class_size(MIB + 1));
+	expect_pool(4 * MIB + scratch_usable_size(p), scratch_usable_size(p));
+	scratch_release(p);
+	p = scratch_acquire(2 * MIB); /* exactly 2x: a hit */
+	ck_assert_ptr_eq(p, b4);
+	expect_pool(4 * MIB + scratch_class_size(MIB + 1), 4 * MIB);
+	scratch_release(p);
+}
+END_TEST
+
+static void *leave_in_depot(void *arg)
+{
+	void *p = scratch_acquire(*(size_t *)arg);
+
+	scratch_release(p); /* cached, then flushed to the depot at exit */
+	return p;
+}
+
+/* The depot serves across classes too, within the bound. */
+START_TEST(test_depot_larger_class)
+{
+	size_t size = 16 * MIB;
+	void *p, *q;
+	struct scratch_stats t;
+
+	conf_add("decay_ms:0");
+	p = run_thread(leave_in_depot, &size);
+	ck_assert_uint_eq(total_stats().retained, 16 * MIB);
+	q = scratch_acquire(128 * KIB); /* 16 MiB is 128x: not for it */
+	ck_assert_ptr_ne(q, p);
+	scratch_release(q);
+	q = scratch_acquire(9 * MIB);
+	ck_assert_ptr_eq(q, p);
+	t = thread_stats();
+	ck_assert_uint_eq(t.depot_hits, 1);
+	ck_assert_uint_eq(t.retained, 16 * MIB + scratch_class_size(128 * KIB));
+	ck_assert_uint_eq(t.leased, 16 * MIB);
+	ck_assert_uint_eq(total_stats().retained, t.retained); /* the depot is empty */
+	scratch_release(q);
+}
+END_TEST
+
+/*
+ * A buffer that grows by an eighth per step, released and acquired again
+ * each time (a new tensor per token): after two steps of evidence each new
+ * block is twice the request, so the growth from 1 MiB to 96 MiB costs one
+ * block per doubling, and each new block returns the pages of the blocks
+ * it outgrew, so no trail of idle blocks stays resident.
+ */
+START_TEST(test_growth_one_block_per_doubling)
+{
+	size_t size = MIB, cap = 0, idle = 0;
+	void *cur = NULL;
+	uint64_t misses = 0, doublings = 0;
+
+	conf_add("decay_ms:0");
+	for (; size <= 96 * MIB; size += size / 8) {
+		struct scratch_stats before = thread_stats(), s;
+		uint64_t trimmed = total_stats().trimmed;
+
+		if (cur != NULL) {
+			scratch_release(cur);
+			idle += cap;
+		}
+		cur = scratch_acquire(size);
+		ck_assert_ptr_nonnull(cur);
+		s = thread_stats();
+		if (s.misses > before.misses) {
+			misses++;
+			cap = scratch_usable_size(cur);
+			if (cap > scratch_class_size(size)) {
+				/* a growth block: twice the request */
+				ck_assert_uint_ge(cap, 2 * size);
+				ck_assert_uint_le(cap, 5 * size / 2);
+				doublings++;
+			}
+			/* the blocks it outgrew are gone, their pages with them */
+			ck_assert_uint_eq(total_stats().trimmed - trimmed, idle);
+			idle = 0;
+		} else {
+			ck_assert_uint_eq(scratch_usable_size(cur), cap); /* the same block */
+			idle -= cap;
+		}
+		expect_pool(cap + idle, cap);
+	}
+	/* 1 MiB to 96 MiB is under 7 doublings: two exact steps, then one
+	 * block for each doubling */
+	ck_assert_uint_le(misses, 2 + 7);
+	ck_assert_uint_ge(doublings, misses - 2);
+	scratch_release(cur);
+	expect_pool(cap + idle, 0);
+}
+END_TEST
+
+/* Wait (at most about 20 s) until the process's trimmed bytes reach want. */
+static uint64_t wait_trimmed(uint64_t want)
+{
+	uint64_t got = 0;
+
+	for (int i = 0; i < 2000 && (got = total_stats().trimmed) < want; i++)
+		usleep(10000);
+	return got;
+}
+
+/* An idle cached block decays: its pages go back, its address and class
+ * stay (it comes back, fresh and zero), and the equations hold after each
+ * step. */
+START_TEST(test_decay_cached_block)
+{
+	char *p, *q;
+	size_t cap;
+
+	conf_add("decay_ms:50");
+	p = scratch_acquire(3 * MIB);
+	cap = scratch_usable_size(p);
+	memset(p, 0x77, cap);
+	expect_pool(cap, cap);
+	scratch_release(p);
+	expect_pool(cap, 0);
+	ck_assert_uint_eq(wait_trimmed(cap), cap);
+	expect_pool(0, 0);
+	q = scratch_acquire_zeroed(3 * MIB); /* fresh: not written, reads zero */
+	ck_assert_ptr_eq(q, p);
+	ck_assert_int_eq(q[0], 0);
+	ck_assert_int_eq(q[cap - 1], 0);
+	expect_pool(cap, cap);
+	ck_assert_uint_eq(thread_stats().misses, 2);
+	scratch_release(q);
+	expect_pool(cap, 0);
+}
+END_TEST
+
+struct quiet {
+	pthread_mutex_t m;
+	pthread_cond_t cv;
+	int step;
+	void *block;
+	struct scratch_stats after;
+};
+
+static void quiet_wait(struct quiet *q, int step)
+{
+	pthread_mutex_lock(&q->m);
+	while (q->step < step)
+		pthread_cond_wait(&q->cv, &q->m);
+	pthread_mutex_unlock(&q->m);
+}
+
+static void quiet_go(struct quiet *q, int step)
+{
+	pthread_mutex_lock(&q->m);
+	q->step = step;
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->m);
+}
+
+/* A burst, then the thread parks with its blocks in its cache and makes no
+ * call at all; then it comes back. */
+static void *quiet_thread(void *arg)
+{
+	struct quiet *q = arg;
+	void *p[3];
+
+	for (int i = 0; i < 3; i++)
+		memset(p[i] = scratch_acquire(8 * MIB), 1, 8 * MIB);
+	for (int i = 0; i < 3; i++)
+		scratch_release(p[i]);
+	q->block = p[2];
+	quiet_go(q, 1);
+	quiet_wait(q, 2);
+	p[0] = scratch_acquire(8 * MIB);
+	q->after = thread_stats();
+	scratch_release(p[0]);
+	return p[0];
+}
+
+/* The decay thread returns the pages of a thread that went quiet, with no
+ * call from anyone; the thread finds its cache consistent when it comes
+ * back. */
+START_TEST(test_decay_quiet_thread)
+{
+	struct quiet q = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, NULL, {0}};
+	pthread_t t;
+	void *back;
+	struct scratch_stats s;
+
+	conf_add("decay_ms:100");
+	ck_assert_int_eq(pthread_create(&t, NULL, quiet_thread, &q), 0);
+	quiet_wait(&q, 1);
+	s = total_stats();
+	ck_assert_uint_eq(s.retained, 24 * MIB);
+	ck_assert_uint_eq(s.leased, 0);
+	ck_assert_uint_eq(wait_trimmed(24 * MIB), 24 * MIB);
+	s = total_stats();
+	ck_assert_uint_eq(s.retained, 0);
+	ck_assert_uint_eq(s.leased, 0);
+	quiet_go(&q, 2);
+	ck_assert_int_eq(pthread_join(t, &back), 0);
+	ck_assert_ptr_nonnull(back);
+	ck_assert_uint_eq(q.after.retained, 8 * MIB); /* one block again */
+	ck_assert_uint_eq(q.after.leased, 8 * MIB);
+	ck_assert_uint_eq(q.after.misses, 4);
+	s = total_stats(); /* the thread's cache went to the depot at its exit */
+	ck_assert_uint_eq(s.leased, 0);
+	ck_assert_uint_le(s.retained, 8 * MIB);
+}
+END_TEST
+
+/* Without the thread (decay_thread:false), passes ride on slow-path calls:
+ * the idle block decays once a call comes after decay_ms. */
+START_TEST(test_decay_inline)
+{
+	void *p, *z;
+	size_t cap;
+
+	conf_add("decay_ms:20,decay_thread:false");
+	p = scratch_acquire(8 * MIB); /* beyond what 64 KiB requests may take */
+	cap = scratch_usable_size(p);
+	memset(p, 1, cap);
+	scratch_release(p);
+	usleep(100000);
+	expect_pool(cap, 0); /* nothing runs by itself */
+	for (int i = 0; i < 64 && total_stats().trimmed < cap; i++) {
+		z = scratch_acquire_zeroed(64 * KIB); /* always a slow-path call */
+		scratch_release(z);
+		usleep(30000);
+	}
+	ck_assert_uint_eq(total_stats().trimmed, cap);
+	expect_pool(scratch_class_size(64 * KIB), 0);
+}
+END_TEST
+
+/* Depot blocks decay too, and a fork's child decays its own. */
+START_TEST(test_decay_depot_and_fork)
+{
+	size_t size = 4 * MIB;
+	int status;
+	pid_t pid;
+
+	conf_add("decay_ms:50");
+	run_thread(leave_in_depot, &size);
+	ck_assert_uint_eq(total_stats().retained, size);
+	ck_assert_uint_eq(wait_trimmed(size), size);
+	ck_assert_uint_eq(total_stats().retained, 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		void *p = scratch_acquire(size);
+		uint64_t base = total_stats().trimmed;
+
+		memset(p, 2, size);
+		scratch_release(p);
+		_exit(wait_trimmed(base + size) == base + size && total_stats().retained == 0 ? 0
+		                                                                              : 1);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+}
+END_TEST
+
 Suite *pool_suite(void)
 {
 	Suite *s = suite_create("pool");
@@ -1266,6 +1660,27 @@ Suite *pool_suite(void)
 #if !defined(__SANITIZE_ADDRESS__) && !defined(UNDER_TSAN)
 	tcase_add_test(tc, test_fork_without_fds_leaves_parent_alone);
 #endif
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("reuse");
+	tcase_add_test(tc, test_larger_class_hit);
+	tcase_add_test(tc, test_larger_class_most_recent);
+	tcase_add_test(tc, test_reuse_bound);
+	tcase_add_test(tc, test_reuse_bound_conf);
+	tcase_add_test(tc, test_depot_larger_class);
+	tcase_add_test(tc, test_growth_one_block_per_doubling);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("decay");
+	tcase_set_timeout(tc, 60);
+	/* ThreadSanitizer cannot see the gate's membarrier: its builds keep
+	 * decay passes out of other threads' caches (see pool.c) */
+#ifndef UNDER_TSAN
+	tcase_add_test(tc, test_decay_cached_block);
+	tcase_add_test(tc, test_decay_quiet_thread);
+	tcase_add_test(tc, test_decay_depot_and_fork);
+#endif
+	tcase_add_test(tc, test_decay_inline);
 	suite_add_tcase(s, tc);
 	return s;
 }

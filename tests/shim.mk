@@ -4,7 +4,7 @@
 # pool totals at exit. All of them skip (77) under sanitizers.
 SHIM_HOST_CFLAGS = $(AM_CFLAGS) -fno-builtin
 check_PROGRAMS += tests/host_semantics tests/host_robust tests/host_stress tests/host_cxx \
-	tests/host_jelinked tests/host_omp tests/host_early \
+	tests/host_jelinked tests/host_omp tests/host_early tests/host_bursty \
 	tests/host_fds tests/host_daemon tests/host_reopen
 
 tests_host_semantics_SOURCES = tests/host_semantics.c
@@ -35,6 +35,9 @@ tests_host_daemon_LDADD = $(PTHREAD_LIBS)
 tests_host_reopen_SOURCES = tests/host_reopen.c tests/host_grow.h tests/host_common.h
 tests_host_reopen_CFLAGS = $(SHIM_HOST_CFLAGS)
 tests_host_reopen_LDADD = $(PTHREAD_LIBS)
+tests_host_bursty_SOURCES = tests/host_bursty.c tests/host_common.h
+tests_host_bursty_CFLAGS = $(SHIM_HOST_CFLAGS)
+tests_host_bursty_LDADD = $(PTHREAD_LIBS)
 tests_host_cxx_SOURCES = tests/host_cxx.cc
 tests_host_cxx_CXXFLAGS = $(AM_CXXFLAGS) -fno-builtin
 tests_host_cxx_LDADD = $(PTHREAD_LIBS)
@@ -53,7 +56,8 @@ tests_libshimcheck_la_LIBADD = libscratch.la
 SHIM_TESTS = tests/shim_semantics.test tests/shim_robust.test tests/shim_stress.test \
 	tests/shim_cxx.test tests/shim_conf.test tests/shim_torch.test tests/shim_python.test \
 	tests/shim_sort.test tests/shim_gcc.test tests/shim_git.test tests/shim_messages.test \
-	tests/shim_fds.test tests/shim_cpython.test tests/shim_strace.test tests/shim_observe.test
+	tests/shim_fds.test tests/shim_cpython.test tests/shim_strace.test tests/shim_observe.test \
+	tests/shim_decay.test
 TESTS += $(SHIM_TESTS)
 EXTRA_DIST += $(SHIM_TESTS) tests/shim_common.sh tests/shim_torch.py tests/shim_threads.py \
 	tests/shim_subprocess.py tests/strace_fds.py
