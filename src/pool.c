@@ -57,8 +57,11 @@
  * stamp is its owner's frees count, and decay passes note those counts
  * with the time (see decay_period_ms). A host that goes quiet after a burst
  * makes no call at all, so passes run on a helper thread ("scratch-decay"),
- * started at the first slow-path acquire: a check on other threads' slow
- * paths or on pass-through calls never comes in a parked process. The
+ * started at the first slow-path acquire once the pools have lived one
+ * decay period (at most 1 s; a shorter process never needs a pass, and
+ * the many short programs that run under the shim get no thread): a check
+ * on other threads' slow paths or on pass-through calls never comes in a
+ * parked process. The
  * thread blocks every signal, uses no pool of its own, parks on a futex
  * when no block is live, and does not survive fork (a child starts its own
  * at its first slow-path acquire). With decay_thread:false, passes ride
@@ -198,6 +201,7 @@ static struct {
 	struct scratch__proc_counters proc_own;
 	pthread_key_t key;
 	bool key_ok;
+	uint64_t born_ms; /* monotonic at setup: the decay thread waits a period */
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER, .min = UINT64_C(16) << 10};
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -457,6 +461,7 @@ static bool setup(void)
 		return false;
 	}
 	g.nblk = 1; /* id 0 means "none" */
+	g.born_ms = scratch__os_monotonic_ms();
 	g.key_ok = pthread_key_create(&g.key, tc_destructor) == 0;
 	g.cache_count = g.conf.cache_count;
 	g.cache_limit = (uint32_t)g.conf.cache_count;
@@ -1397,10 +1402,19 @@ SCRATCH_COLD static void decay_start(void)
 		__atomic_store_n(&dk.state, DK_INLINE, __ATOMIC_RELEASE);
 }
 
+/* A process shorter than this never needs a pass of the thread: one decay
+ * period, at most 1 s. So cat, grep or a compiler run under the shim, whose
+ * I/O buffers are pooled, get no thread (and no SIGSETXID handler). */
+static uint64_t decay_thread_after_ms(void)
+{
+	return decay_period_ms() < 1000 ? decay_period_ms() : 1000;
+}
+
 /*
  * Every slow-path acquire comes here, outside its bins and locks: the
- * first starts the decay thread; without one, every 16th of a thread's
- * reads the clock and runs a pass inline when one is due.
+ * first once the pools have lived decay_thread_after_ms() starts the decay
+ * thread; until then, and without one, every 16th of a thread's reads the
+ * clock and runs a pass inline when one is due.
  */
 static void decay_slow_event(struct tcache *tc)
 {
@@ -1411,11 +1425,11 @@ static void decay_slow_event(struct tcache *tc)
 	if (g.conf.decay_ms == 0)
 		return;
 	st = __atomic_load_n(&dk.state, __ATOMIC_ACQUIRE);
-	if (st == DK_NONE) {
+	if (st == DK_NONE && scratch__os_monotonic_ms() - g.born_ms >= decay_thread_after_ms()) {
 		decay_start();
 		st = __atomic_load_n(&dk.state, __ATOMIC_ACQUIRE);
 	}
-	if (st != DK_INLINE || (++tc->slow_calls & 15) != 0)
+	if (st == DK_RUNNING || (++tc->slow_calls & 15) != 0)
 		goto out;
 	now = scratch__os_monotonic_ms();
 	if (now < __atomic_load_n(&dk.next_ms, __ATOMIC_RELAXED) ||

@@ -1440,6 +1440,58 @@ START_TEST(test_growth_one_block_per_doubling)
 }
 END_TEST
 
+/* Set the pools up and let them live ms: the decay thread starts only in
+ * a process older than one decay period (a shorter one never needs it). */
+static void pools_age(unsigned ms)
+{
+	(void)total_stats();
+	usleep(ms * 1000);
+}
+
+/* Threads of this process named name. */
+static int threads_named(const char *name)
+{
+	char path[64], comm[32];
+	struct dirent *e;
+	DIR *d = opendir("/proc/self/task");
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)) != NULL) {
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		f = fopen(path, "r");
+		if (f != NULL && fgets(comm, sizeof(comm), f) != NULL) {
+			comm[strcspn(comm, "\n")] = '\0';
+			n += strcmp(comm, name) == 0;
+		}
+		if (f != NULL)
+			fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+/* A process younger than one decay period starts no thread: cat or grep
+ * under the shim, whose buffers are pooled, stay single-threaded. The
+ * first slow-path call after that period starts it. */
+START_TEST(test_decay_thread_waits_a_period)
+{
+	conf_add("decay_ms:4000"); /* a period of 1 s */
+	scratch_release(scratch_acquire(MIB));
+	scratch_release(scratch_acquire(4 * MIB));
+	ck_assert_int_eq(threads_named("scratch-decay"), 0);
+	usleep(1100 * 1000);
+	scratch_release(scratch_acquire(16 * MIB)); /* a miss: the slow path */
+	for (int i = 0; i < 200 && threads_named("scratch-decay") == 0; i++)
+		usleep(10000); /* it names itself */
+	ck_assert_int_eq(threads_named("scratch-decay"), 1);
+}
+END_TEST
+
 /* Wait (at most about 20 s) until the process's trimmed bytes reach want. */
 static uint64_t wait_trimmed(uint64_t want)
 {
@@ -1459,6 +1511,7 @@ START_TEST(test_decay_cached_block)
 	size_t cap;
 
 	conf_add("decay_ms:50");
+	pools_age(20);
 	p = scratch_acquire(3 * MIB);
 	cap = scratch_usable_size(p);
 	memset(p, 0x77, cap);
@@ -1533,6 +1586,7 @@ START_TEST(test_decay_quiet_thread)
 	struct scratch_stats s;
 
 	conf_add("decay_ms:100");
+	pools_age(30);
 	ck_assert_int_eq(pthread_create(&t, NULL, quiet_thread, &q), 0);
 	quiet_wait(&q, 1);
 	s = total_stats();
@@ -1586,6 +1640,7 @@ START_TEST(test_decay_depot_and_fork)
 	pid_t pid;
 
 	conf_add("decay_ms:50");
+	pools_age(20);
 	run_thread(leave_in_depot, &size);
 	ck_assert_uint_eq(total_stats().retained, size);
 	ck_assert_uint_eq(wait_trimmed(size), size);
@@ -1681,6 +1736,7 @@ Suite *pool_suite(void)
 	tcase_add_test(tc, test_decay_depot_and_fork);
 #endif
 	tcase_add_test(tc, test_decay_inline);
+	tcase_add_test(tc, test_decay_thread_waits_a_period);
 	suite_add_tcase(s, tc);
 	return s;
 }
