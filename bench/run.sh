@@ -248,6 +248,15 @@ report() {
 		}
 		return b
 	}
+	# cname(c): the name of configuration c in the tables.
+	function cname(c,    n, i, a, b) {
+		n = split("floor glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc shim-glibc shim-jemalloc shim-glibc-nothp", a, " ")
+		split("floor (prealloc)|glibc|jemalloc|jemalloc tuned|jemalloc tuned -1|tcmalloc|mimalloc|shim on glibc|shim on jemalloc|shim, thp:false", b, "|")
+		for (i = 1; i <= n; i++)
+			if (a[i] == c)
+				return b[i]
+		return c
+	}
 	function xfmt(x) {
 		return x == "" ? "-" : sprintf("%.2fx", x)
 	}
@@ -257,24 +266,23 @@ report() {
 	# decode_table(t): one row per configuration measured in table t (rows
 	# with no result at all are left out), each figure beside its target on
 	# the shim rows; then what part of each whole-run gap is first touch.
-	function decode_table(t,    cfgs, names, n, i, c, f, fl, frss, bw, bs, shim, xf, xb, xs, xsb, fs, rss, t1, ex) {
+	function decode_table(t,    cfgs, n, i, c, f, fl, frss, bw, bs, shim, xf, xb, xs, xsb, xc, fs, rss, t1, ex) {
 		n = split("floor glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc shim-glibc shim-jemalloc shim-glibc-nothp", cfgs, " ")
-		split("floor (prealloc)|glibc|jemalloc|jemalloc tuned|jemalloc tuned -1|tcmalloc|mimalloc|shim on glibc|shim on jemalloc|shim, thp:false", names, "|")
 		fl = status(t, "floor") == ""
 		frss = fl ? median(t, "floor", "peak_rss_kib") : ""
 		bw = best_peer(t, "tokens_per_s")
 		bs = best_peer(t, "steady_tokens_per_s")
-		f = "  %-17s %8s %7s %7s %-4s %7s %-4s %7s %9s %-4s %7s %8s %-4s %6s %7s\n"
-		printf f, "", "whole", "whole", "whole", "", "steady", "", "steady", "faults/", "", "peak", "peak", "", "token", "warm-up"
-		printf f, "", "run", "run", "run x", "", "x floor", "", "x best", "token", "", "RSS", "RSS x", "", "0", "excess"
-		printf f, "allocator", "tokens/s", "x floor", "best", "", "", "", "peer", "steady", "", "MiB", "floor", "", "ms", "ms"
-		printf f, "", "", "", "(>1)", "", "(>=.97)", "", "", "(0)", "", "", "(<=1.25)", "", "", ""
+		f = "  %-17s %8s %7s %7s %-4s %7s %-4s %7s %7s %9s %-4s %7s %8s %-4s %6s %7s\n"
+		printf f, "", "whole", "whole", "whole", "", "steady", "", "steady", "steady", "faults/", "", "peak", "peak", "", "token", "warm-up"
+		printf f, "", "run", "run", "run x", "", "x floor", "", "x best", "by CPU", "token", "", "RSS", "RSS x", "", "0", "excess"
+		printf f, "allocator", "tokens/s", "x floor", "best", "", "", "", "peer", "x floor", "steady", "", "MiB", "floor", "", "ms", "ms"
+		printf f, "", "", "", "(>1)", "", "(>=.97)", "", "", "", "(0)", "", "", "(<=1.25)", "", "", ""
 		for (i = 1; i <= n; i++) {
 			c = cfgs[i]
 			if ((st = status(t, c)) == "no result")
 				continue
 			if (st != "") {
-				printf "  %-17s %s\n", names[i], st
+				printf "  %-17s %s\n", cname(c), st
 				continue
 			}
 			shim = c ~ /^shim/
@@ -282,18 +290,19 @@ report() {
 			xs = fl ? rmedian(t, c, "floor", "steady_tokens_per_s") : ""
 			xb = bw != "" ? rmedian(t, c, bw, "tokens_per_s") : ""
 			xsb = bs != "" ? rmedian(t, c, bs, "steady_tokens_per_s") : ""
+			xc = fl ? rmedian(t, "floor", c, "steady_cpu_ms_per_token") : ""
 			fs = median(t, c, "steady_faults_per_token")
 			rss = median(t, c, "peak_rss_kib")
 			t1 = median(t, c, "first_token_ms")
 			ex = median(t, c, "warmup_excess_ms")
-			printf f, names[i], sprintf("%.2f", median(t, c, "tokens_per_s")), xfmt(xf),
+			printf f, cname(c), sprintf("%.2f", median(t, c, "tokens_per_s")), xfmt(xf),
 				xfmt(xb), mark(shim && xb != "", xb > 1), xfmt(xs), mark(shim && xs != "", xs >= 0.97),
-				xfmt(xsb), sprintf("%.2f", fs), mark(shim, fs < 0.05), sprintf("%.1f", rss / 1024),
+				xfmt(xsb), xfmt(xc), sprintf("%.2f", fs), mark(shim, fs < 0.05), sprintf("%.1f", rss / 1024),
 				frss == "" ? "-" : xfmt(rss / frss), mark(shim && frss != "", rss <= 1.25 * frss),
 				t1 == "" ? "-" : sprintf("%.0f", t1), ex == "" ? "-" : sprintf("%.0f", ex)
 		}
-		printf "  best peer: %s over the whole run, %s in the steady state\n",
-			bw == "" ? "none measured" : bw, bs == "" ? "none measured" : bs
+		printf "  best peer: %s over the whole run, %s in the steady state.\n",
+			bw == "" ? "none measured" : cname(bw), bs == "" ? "none measured" : cname(bs)
 		first_touch(t, bw)
 	}
 	# first_touch(t, bw): the whole-run gap of each shim (and of the best
@@ -323,7 +332,7 @@ report() {
 			gap = tc - tf
 			ex = median(t, c, "warmup_excess_ms") - ef
 			printf "    %-26s %6.0f ms %+6.0f ms: warm-up excess %+6.0f ms, steady state %+6.0f ms;\n",
-				c == bw ? c " (best peer)" : c, tc, gap, ex, gap - ex
+				c == bw ? cname(c) " (best peer)" : cname(c), tc, gap, ex, gap - ex
 			printf "    %-26s kernel CPU time (all threads) %.0f ms in the warm-up (%.0f faults), %.0f ms in all;\n", "",
 				median(t, c, "warmup_sys_ms"), median(t, c, "warmup_faults"), median(t, c, "sys_ms")
 			printf "    %-26s against the floor with its pre-fault counted: %.2fx\n", "", (tf + pf) / tc
@@ -524,7 +533,9 @@ decode_legend() {
    floor and to the best peer (of glibc, jemalloc, both tuned jemallocs, tcmalloc and mimalloc,
    the one with the best median, named under the table). Peak RSS is VmHWM. Token 0 ms is the
    first token alone; warm-up excess is what the warm-up tokens took beyond the run's own
-   steady rate: first touch and growth. The floor allocates every buffer at its largest size
+   steady rate: first touch and growth. Steady by CPU: the floor's CPU time per steady token
+   over the run's (above 1: less work per token than the floor), which other load on the
+   machine disturbs less than tokens/s. The floor allocates every buffer at its largest size
    and pre-faults it before its timer; each use writes the same bytes as in the other runs.
    Targets (shim rows): whole run ahead of every peer (> 1x the best), steady state >= 0.97x
    the floor, 0 faults per token in steady state, peak RSS <= 1.25x the floor's.
