@@ -425,8 +425,8 @@ static const struct metric metrics[] = {
         MT("scratch_growths_total", "counter", "Allocations served with fresh pages.", misses),
         MT("scratch_frees_total", "counter", "Pool blocks released.", frees),
         MT("scratch_remote_frees_total", "counter", "Blocks freed by another thread.", remote_in),
-        MT("scratch_passthrough_total", "counter", "Allocation calls the shim sent to its backend.",
-           passthrough),
+        MT("scratch_passthrough_calls_total", "counter",
+           "Allocation calls the shim sent to its backend.", passthrough),
         MT("scratch_retained_bytes", "gauge", "Bytes of pool blocks held.", retained),
         MT("scratch_leased_bytes", "gauge", "Bytes of pool blocks lent now.", leased),
         MT("scratch_peak_leased_bytes", "gauge", "Sum of per-thread peaks of leased.", peak_leased),
@@ -435,9 +435,16 @@ static const struct metric metrics[] = {
         MT("scratch_depot_bytes", "gauge", "Idle bytes in the depot.", depot_bytes),
         MT("scratch_threads", "gauge", "Threads with a live cache.", threads_live),
         MC("scratch_thread_allocs_total", "counter", "Pooled allocations of one thread.", allocs),
-        MC("scratch_thread_growths_total", "counter", "Growths of one thread.", misses),
-        MC("scratch_thread_retained_bytes", "gauge", "Bytes one thread retains.", retained),
-        MC("scratch_thread_leased_bytes", "gauge", "Bytes one thread has lent (gross).", leased),
+        MC("scratch_thread_cache_hits_total", "counter",
+           "Allocations of one thread served by its cache.", hits),
+        MC("scratch_thread_depot_hits_total", "counter",
+           "Allocations of one thread served by the depot.", depot_hits),
+        MC("scratch_thread_growths_total", "counter",
+           "Allocations of one thread served with fresh pages.", misses),
+        MC("scratch_thread_retained_bytes", "gauge", "Bytes of pool blocks one thread holds.",
+           retained),
+        MC("scratch_thread_leased_bytes", "gauge",
+           "Bytes one thread has lent, less what other threads freed back.", leased),
 };
 
 static void metric_samples(FILE *f, const struct metric *m, const struct sd_proc *p)
@@ -524,11 +531,11 @@ static char *metrics_text(size_t *ret_len)
 		proc_labels(f, p);
 		fprintf(f, " %llu\n", (unsigned long long)p->drained);
 	}
-	fputs("# HELP scratch_trace_lost_total Growth records lost to ring wrap.\n"
-	      "# TYPE scratch_trace_lost_total counter\n",
+	fputs("# HELP scratch_trace_lost_records_total Growth records lost to ring wrap.\n"
+	      "# TYPE scratch_trace_lost_records_total counter\n",
 	      f);
 	for (const struct sd_proc *p = sd.procs; p != NULL; p = p->next) {
-		fputs("scratch_trace_lost_total", f);
+		fputs("scratch_trace_lost_records_total", f);
 		proc_labels(f, p);
 		fprintf(f, " %llu\n", (unsigned long long)p->lost);
 	}
@@ -838,7 +845,7 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url)
 
 		if (t == NULL)
 			return reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory");
-		return reply_text(c, t, len, "text/plain; version=0.0.4");
+		return reply_text(c, t, len, "text/plain; version=0.0.4; charset=utf-8");
 	}
 	if (strcmp(url, "/v1") == 0 || strcmp(url, "/v1/") == 0)
 		return reply_json(c, MHD_HTTP_OK,
