@@ -425,8 +425,8 @@ static const struct metric metrics[] = {
         MT("scratch_growths_total", "counter", "Allocations served with fresh pages.", misses),
         MT("scratch_frees_total", "counter", "Pool blocks released.", frees),
         MT("scratch_remote_frees_total", "counter", "Blocks freed by another thread.", remote_in),
-        MT("scratch_passthrough_total", "counter", "Allocation calls the shim sent to its backend.",
-           passthrough),
+        MT("scratch_passthrough_calls_total", "counter",
+           "Allocation calls the shim sent to its backend.", passthrough),
         MT("scratch_retained_bytes", "gauge", "Bytes of pool blocks held.", retained),
         MT("scratch_leased_bytes", "gauge", "Bytes of pool blocks lent now.", leased),
         MT("scratch_peak_leased_bytes", "gauge", "Sum of per-thread peaks of leased.", peak_leased),
@@ -435,9 +435,16 @@ static const struct metric metrics[] = {
         MT("scratch_depot_bytes", "gauge", "Idle bytes in the depot.", depot_bytes),
         MT("scratch_threads", "gauge", "Threads with a live cache.", threads_live),
         MC("scratch_thread_allocs_total", "counter", "Pooled allocations of one thread.", allocs),
-        MC("scratch_thread_growths_total", "counter", "Growths of one thread.", misses),
-        MC("scratch_thread_retained_bytes", "gauge", "Bytes one thread retains.", retained),
-        MC("scratch_thread_leased_bytes", "gauge", "Bytes one thread has lent (gross).", leased),
+        MC("scratch_thread_cache_hits_total", "counter",
+           "Allocations of one thread served by its cache.", hits),
+        MC("scratch_thread_depot_hits_total", "counter",
+           "Allocations of one thread served by the depot.", depot_hits),
+        MC("scratch_thread_growths_total", "counter",
+           "Allocations of one thread served with fresh pages.", misses),
+        MC("scratch_thread_retained_bytes", "gauge", "Bytes of pool blocks one thread holds.",
+           retained),
+        MC("scratch_thread_leased_bytes", "gauge",
+           "Bytes one thread has lent, less what other threads freed back.", leased),
 };
 
 static void metric_samples(FILE *f, const struct metric *m, const struct sd_proc *p)
@@ -491,49 +498,112 @@ static void registry_metrics(FILE *f)
 	        (unsigned long long)sd.trace_dropped);
 }
 
+/* Newest first within a pid. */
+static int image_cmp(const void *a, const void *b)
+{
+	const struct sd_proc *x = *(const struct sd_proc *const *)a;
+	const struct sd_proc *y = *(const struct sd_proc *const *)b;
+
+	if (x->seg.pid != y->seg.pid)
+		return x->seg.pid < y->seg.pid ? -1 : 1;
+	if (x->seg.created_ns != y->seg.created_ns)
+		return x->seg.created_ns > y->seg.created_ns ? -1 : 1;
+	return (int)y->live - (int)x->live;
+}
+
+/*
+ * The processes /metrics shows, in pid order: only the newest image of each
+ * pid. An exec or a reused pid leaves the old image in the table (exited)
+ * with the same pid and often the same exe, and two samples with the same
+ * labels in one scrape make Prometheus keep the first and drop the other,
+ * the live one. Returns a malloc'd array (the caller frees it) of *ret_n
+ * entries, or NULL with *ret_n = 0 when there are no processes or no
+ * memory. The caller holds sd.lock.
+ */
+static const struct sd_proc **metric_procs(size_t *ret_n)
+{
+	const struct sd_proc **v;
+	size_t n = 0, k = 0;
+
+	*ret_n = 0;
+	for (const struct sd_proc *p = sd.procs; p != NULL; p = p->next)
+		n++;
+	if (n == 0 || (v = malloc(n * sizeof(*v))) == NULL)
+		return NULL;
+	for (const struct sd_proc *p = sd.procs; p != NULL; p = p->next)
+		v[k++] = p;
+	qsort(v, n, sizeof(*v), image_cmp);
+	k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (k == 0 || v[k - 1]->seg.pid != v[i]->seg.pid)
+			v[k++] = v[i];
+	*ret_n = k;
+	return v;
+}
+
+/* One sample per process of a family that proc_labels labels. */
+static void proc_family(FILE *f, const char *name, const char *type, const char *help,
+                        const struct sd_proc **v, size_t n,
+                        unsigned long long (*value)(const struct sd_proc *))
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+	for (size_t k = 0; k < n; k++) {
+		fputs(name, f);
+		proc_labels(f, v[k]);
+		fprintf(f, " %llu\n", value(v[k]));
+	}
+}
+
+static unsigned long long proc_up(const struct sd_proc *p)
+{
+	return p->live ? 1 : 0;
+}
+
+static unsigned long long proc_drained(const struct sd_proc *p)
+{
+	return p->drained;
+}
+
+static unsigned long long proc_lost(const struct sd_proc *p)
+{
+	return p->lost;
+}
+
 static char *metrics_text(size_t *ret_len)
 {
 	char *buf = NULL;
 	FILE *f = open_memstream(&buf, ret_len);
 	uint32_t live = 0, exited = 0;
+	size_t n;
+	const struct sd_proc **v;
 
 	if (f == NULL)
 		return NULL;
+	v = metric_procs(&n);
+	if (v == NULL && sd.procs != NULL) {
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
 	for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++) {
 		const struct metric *m = &metrics[i];
 
 		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name, m->type);
-		for (const struct sd_proc *p = sd.procs; p != NULL; p = p->next) {
+		for (size_t k = 0; k < n; k++) {
 			if (m->src == M_TOTAL)
 				fputs(m->name, f);
-			metric_samples(f, m, p);
+			metric_samples(f, m, v[k]);
 		}
 	}
-	fputs("# HELP scratch_up 1 while the process is live, 0 once it exited.\n"
-	      "# TYPE scratch_up gauge\n",
-	      f);
-	for (const struct sd_proc *p = sd.procs; p != NULL; p = p->next) {
-		fputs("scratch_up", f);
-		proc_labels(f, p);
-		fprintf(f, " %d\n", p->live ? 1 : 0);
+	proc_family(f, "scratch_up", "gauge", "1 while the process is live, 0 once it exited.", v,
+	            n, proc_up);
+	proc_family(f, "scratch_trace_records_total", "counter", "Growth records drained.", v, n,
+	            proc_drained);
+	proc_family(f, "scratch_trace_lost_records_total", "counter",
+	            "Growth records lost to ring wrap.", v, n, proc_lost);
+	free(v);
+	for (const struct sd_proc *p = sd.procs; p != NULL; p = p->next)
 		*(p->live ? &live : &exited) += 1;
-	}
-	fputs("# HELP scratch_trace_records_total Growth records drained.\n"
-	      "# TYPE scratch_trace_records_total counter\n",
-	      f);
-	for (const struct sd_proc *p = sd.procs; p != NULL; p = p->next) {
-		fputs("scratch_trace_records_total", f);
-		proc_labels(f, p);
-		fprintf(f, " %llu\n", (unsigned long long)p->drained);
-	}
-	fputs("# HELP scratch_trace_lost_total Growth records lost to ring wrap.\n"
-	      "# TYPE scratch_trace_lost_total counter\n",
-	      f);
-	for (const struct sd_proc *p = sd.procs; p != NULL; p = p->next) {
-		fputs("scratch_trace_lost_total", f);
-		proc_labels(f, p);
-		fprintf(f, " %llu\n", (unsigned long long)p->lost);
-	}
 	fprintf(f,
 	        "# HELP scratchd_processes Processes scratchd knows.\n"
 	        "# TYPE scratchd_processes gauge\n"
@@ -840,7 +910,7 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url)
 
 		if (t == NULL)
 			return reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory");
-		return reply_text(c, t, len, "text/plain; version=0.0.4");
+		return reply_text(c, t, len, "text/plain; version=0.0.4; charset=utf-8");
 	}
 	if (strcmp(url, "/v1") == 0 || strcmp(url, "/v1/") == 0)
 		return reply_json(c, MHD_HTTP_OK,

@@ -23,6 +23,8 @@
  * then obeys commands on stdin, answering each with "ok":
  *
  *   grow N     the main thread acquires and keeps N blocks (grow_site_main)
+ *   churn N    the main thread acquires and releases one block of the same
+ *              size N times (one growth when its cache has none, then hits)
  *   remote     the main thread releases worker 0's first held block
  *   fork       fork; the child makes one growth, reports "child PID", exits
  *   arena      (libscratch build only) an arena named "test-arena" with 4 MiB
@@ -151,6 +153,17 @@ static void do_fork(void)
 static scratch_arena_t *arena;
 #endif
 
+/* n acquire+release pairs on the main thread; volatile so that the pair
+ * is not folded away (a pool hit is what the caller wants to count). */
+static void churn(unsigned n)
+{
+	for (unsigned k = 0; k < n; k++) {
+		void *volatile p = ACQUIRE(base_size / 2);
+
+		RELEASE(p);
+	}
+}
+
 static void commands(void)
 {
 	char line[128];
@@ -160,6 +173,8 @@ static void commands(void)
 		if (sscanf(line, "grow %u", &n) == 1) {
 			for (unsigned k = 0; k < n && nmain < MAX_HOLD * 4; k++)
 				main_held[nmain++] = grow_site_main(base_size / 2);
+		} else if (sscanf(line, "churn %u", &n) == 1) {
+			churn(n);
 		} else if (strncmp(line, "remote", 6) == 0) {
 			if (held[0][0] != NULL)
 				RELEASE(held[0][0]);
