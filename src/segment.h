@@ -117,6 +117,7 @@
 #define SCRATCH_SEG_MAX_SIZE    (UINT64_C(1) << 30)
 
 #define SCRATCH_SEG_OWNER_SLOTS 256
+#define SCRATCH_SEG_MAX_CLASSES 144 /* global class indices a reader accepts: [8, 144) */
 
 /* Slot states (threads and owners). */
 enum scratch_seg_state {
