@@ -2255,6 +2255,86 @@ int scratch_stats_total(struct scratch_stats *ret_stats)
 	return 0;
 }
 
+/* Class slot k's six counters of c's thread (hits, depot_hits, misses,
+ * larger_hits, frees, lent_adj), read inside c's sequence count. */
+static void class_read(struct scratch__counters *c, unsigned k, uint64_t ret[6])
+{
+	const struct scratch__class_counters *cc = scratch__cls(c);
+
+	for (int tries = 0;; tries++) {
+		uint64_t s1 = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE), s2;
+
+		ret[0] = __atomic_load_n(&cc->hits[k], __ATOMIC_RELAXED);
+		ret[1] = __atomic_load_n(&cc->depot_hits[k], __ATOMIC_RELAXED);
+		ret[2] = __atomic_load_n(&cc->misses[k], __ATOMIC_RELAXED);
+		ret[3] = __atomic_load_n(&cc->larger_hits[k], __ATOMIC_RELAXED);
+		ret[4] = __atomic_load_n(&cc->frees[k], __ATOMIC_RELAXED);
+		ret[5] = __atomic_load_n(&cc->lent_adj[k], __ATOMIC_RELAXED);
+		SCRATCH__FENCE_ACQUIRE();
+		s2 = SCRATCH__SEQ_LOAD(&c->seq);
+		/* as scratch__counters_read: a writer lost to fork leaves seq odd */
+		if ((s1 == s2 && (s1 & 1) == 0) || tries > 1000)
+			return;
+	}
+}
+
+/* Add six class counters (class_read's order) to st; lent to *lent. */
+static void class_add(struct scratch_class_stats *st, const uint64_t v[6], uint64_t *lent)
+{
+	st->hits += v[0];
+	st->depot_hits += v[1];
+	st->misses += v[2];
+	st->larger_hits += v[3];
+	st->frees += v[4];
+	*lent += v[0] + v[1] + v[2] + v[5];
+}
+
+int scratch_stats_class(size_t size, struct scratch_class_stats *ret_stats)
+{
+	struct scratch_class_stats st = {0};
+	const struct scratch__class_counters *e;
+	uint64_t v[6], lent = 0, live, out;
+	unsigned bin, k;
+	size_t n;
+
+	if (ret_stats == NULL || ret_stats->size < sizeof(st))
+		return -EINVAL;
+	n = ret_stats->size < sizeof(st) ? ret_stats->size : sizeof(st);
+	st.size = ret_stats->size;
+	st.version = SCRATCH_CLASS_STATS_VERSION;
+	if (!scratch__init() || size < g.min || size - g.min > g.span) {
+		memcpy(ret_stats, &st, n);
+		return -ERANGE;
+	}
+	bin = size_bin(size);
+	k = CLS(bin);
+	st.capacity = g.cls_size[bin];
+	st.min_request = bin > g.cls_base ? g.cls_size[bin - 1] + 1 : g.min;
+	pthread_mutex_lock(&g.lock);
+	for (uint32_t i = 0; i < g.tcs_used; i++) {
+		if (g.tcs[i].state == TC_FREE)
+			continue;
+		class_read(g.tcs[i].c, k, v);
+		class_add(&st, v, &lent);
+	}
+	e = &g.pcls->exited;
+	v[0] = e->hits[k];
+	v[1] = e->depot_hits[k];
+	v[2] = e->misses[k];
+	v[3] = e->larger_hits[k];
+	v[4] = e->frees[k];
+	v[5] = e->lent_adj[k];
+	class_add(&st, v, &lent);
+	live = g.pcls->live[k];
+	pthread_mutex_unlock(&g.lock);
+	st.requests = st.hits + st.depot_hits + st.misses;
+	out = lent >= st.frees ? lent - st.frees : 0;
+	st.leased = out * st.capacity;
+	st.idle = live >= out ? (live - out) * st.capacity : 0;
+	memcpy(ret_stats, &st, n);
+	return 0;
+}
+
 void scratch_count_passthrough(uint64_t n)
 {
 	struct tcache *tc = tc_get();
