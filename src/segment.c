@@ -574,6 +574,9 @@ struct scratch__counters *scratch__segment_thread_attach(uint32_t index, pid_t t
 	read_comm(tid, t->name, sizeof(t->name));
 	scratch__seq_end(&t->c.seq);
 	__atomic_store_n(&t->state, SCRATCH_SEG_LIVE, __ATOMIC_RELEASE);
+	/* under the pool's lock: one writer */
+	if (seg.hdr->threads_high < index + 1)
+		__atomic_store_n(&seg.hdr->threads_high, index + 1, __ATOMIC_RELEASE);
 	my_slot = index + 1;
 	return &t->c;
 }

@@ -75,6 +75,11 @@
  *   idle[k]        = (live[k] - (lent[k] - frees[k])) x capacity(k)
  *   sum over k of hits, depot_hits, misses, larger_hits, frees = the totals
  *
+ * threads_high (in the same tail) bounds the thread slots ever attached,
+ * so a reader need not read the whole table: with the class counters a
+ * slot is 4.5 KiB, and the table of 1024 slots 4.4 MiB, most of it never
+ * written (a sparse file).
+ *
  * The version stayed 1 when these were added: no field changed meaning or
  * place. Old readers use the strides and offsets from the header, so a
  * longer header, a longer thread slot and a section between the process
@@ -190,8 +195,8 @@ struct scratch_seg_header {
 	uint32_t class_first;    /* global class index of class slot 0 */
 	uint32_t class_count;    /* class slots (SCRATCH__CLS_COUNT) */
 	uint32_t slot_class_off; /* struct scratch__class_counters within a thread slot */
-	uint32_t pad2;
-	uint64_t classes_off; /* struct scratch__proc_classes */
+	uint32_t threads_high;   /* slots [threads_high, thread_slots) were never used */
+	uint64_t classes_off;    /* struct scratch__proc_classes */
 	uint64_t classes_size;
 	uint64_t pad3[4];
 };

@@ -295,13 +295,30 @@ int segread_thread(const struct segread *s, uint32_t i, struct segread_thread *r
 	return 0;
 }
 
+/* The slots to look at: all of them, or with the class counters (a
+ * writer that keeps threads_high) those below threads_high. A hostile
+ * value can only hide slots, as marking them free could. */
+static uint32_t slots_high(const struct segread *s)
+{
+	uint32_t high = s->thread_slots;
+
+	if (s->class_count != 0 &&
+	    src_read(&s->src, offsetof(struct scratch_seg_header, threads_high), &high,
+	             sizeof(high)) == 0 &&
+	    high < s->thread_slots)
+		return high;
+	return s->thread_slots;
+}
+
 int segread_threads_used(const struct segread *s, bool *used)
 {
 	uint8_t buf[64 * 1024];
 	uint32_t per = (uint32_t)(sizeof(buf) / s->thread_stride);
+	uint32_t high = slots_high(s);
 
-	for (uint32_t i = 0; i < s->thread_slots; i += per) {
-		uint32_t n = s->thread_slots - i < per ? s->thread_slots - i : per;
+	memset(used, 0, s->thread_slots * sizeof(*used));
+	for (uint32_t i = 0; i < high; i += per) {
+		uint32_t n = high - i < per ? high - i : per;
 		int rc = src_read(&s->src, s->threads_off + (uint64_t)i * s->thread_stride, buf,
 		                  (size_t)n * s->thread_stride);
 

@@ -76,6 +76,7 @@ static void build(void)
 	h->class_first = SCRATCH__CLS_FIRST;
 	h->class_count = SCRATCH__CLS_COUNT;
 	h->slot_class_off = offsetof(struct scratch_seg_thread, k);
+	h->threads_high = SLOTS;
 	off += h->classes_size;
 	h->threads_off = off;
 	h->thread_slots = SLOTS;
@@ -391,6 +392,15 @@ START_TEST(test_classes)
 	/* room for one: the first class only */
 	ck_assert_int_eq(segread_classes(&s, c, 1), 1);
 	ck_assert_uint_eq(c[0].cls, C1M);
+	/* slots at or above threads_high were never attached: not read */
+	hdr()->threads_high = 1;
+	ck_assert_int_eq(segread_classes(&s, c, SCRATCH_SEG_MAX_CLASSES), 2);
+	a = find_class(c, 2, C2M);
+	ck_assert_uint_eq(a->requests, 5); /* slot 2's miss is not seen */
+	hdr()->threads_high = UINT32_MAX;  /* beyond the table: all of it */
+	ck_assert_int_eq(segread_classes(&s, c, SCRATCH_SEG_MAX_CLASSES), 2);
+	a = find_class(c, 2, C2M);
+	ck_assert_uint_eq(a->requests, 6);
 }
 END_TEST
 
