@@ -213,6 +213,61 @@ struct scratch__counters {
 	uint64_t pad1[5];
 };
 
+/*
+ * Per size class counters of one thread, indexed by global class index
+ * minus SCRATCH__CLS_FIRST (the class of 16 KiB, the smallest min_size;
+ * SCRATCH__CLS_COUNT classes reach 64 GiB). They follow the thread's
+ * struct scratch__counters in memory (struct scratch__thread_counters), so
+ * the hit and release fast paths reach them from the counter pointer they
+ * hold with one add each. Same writers and sequence count as the counters.
+ * By the class of the request:
+ *   hits, depot_hits, misses, larger_hits    (as in struct scratch__counters)
+ * by the class of the block:
+ *   frees                                    (releases by this thread)
+ *   lent_adj: blocks lent of class k = hits + depot_hits + misses + lent_adj
+ *             (mod 2^64: a request served by a block of another class
+ *             subtracts one from its class and adds one to the block's)
+ * Summed over classes, hits, depot_hits, misses, larger_hits and frees are
+ * the thread's totals.
+ */
+#define SCRATCH__CLS_FIRST 55
+#define SCRATCH__CLS_COUNT 89
+
+struct scratch__class_counters {
+	uint64_t hits[SCRATCH__CLS_COUNT];
+	uint64_t depot_hits[SCRATCH__CLS_COUNT];
+	uint64_t misses[SCRATCH__CLS_COUNT];
+	uint64_t larger_hits[SCRATCH__CLS_COUNT];
+	uint64_t frees[SCRATCH__CLS_COUNT];
+	uint64_t lent_adj[SCRATCH__CLS_COUNT];
+};
+
+struct scratch__thread_counters {
+	struct scratch__counters c;
+	struct scratch__class_counters k;
+};
+
+/* The class counters that follow c (every counter block the pools write
+ * is the first member of a struct scratch__thread_counters). */
+static inline struct scratch__class_counters *scratch__cls(struct scratch__counters *c)
+{
+	return &((struct scratch__thread_counters *)c)->k;
+}
+
+/* The counter of global class index cls in one of k's arrays (arr, a
+ * member name). The index is computed in 64 bits, so that the compiler
+ * folds the class offset into the displacement: one add on the fast paths. */
+#define SCRATCH__CLS_AT(k, arr, cls) (&(k)->arr[(uintptr_t)(cls) - (uintptr_t)SCRATCH__CLS_FIRST])
+
+/* Per class, process-wide (pool.c, under its lock, inside proc->seq):
+ * live[k], blocks of class k not EMPTY (leased, cached, remote or in the
+ * depot); exited, the class counters of reclaimed threads and of the
+ * orphan path. */
+struct scratch__proc_classes {
+	uint64_t live[SCRATCH__CLS_COUNT];
+	struct scratch__class_counters exited;
+};
+
 /* Process-wide counters (held by pool.c under its lock; in the segment when
  * stats are on). Same sequence-count protocol, one writer at a time. */
 struct scratch__proc_counters {
@@ -255,6 +310,8 @@ SCRATCH_HIDDEN void scratch__segment_thread_exit(uint32_t index);
 SCRATCH_HIDDEN void scratch__segment_thread_reclaim(uint32_t index);
 /* The process-wide counters in the segment, or NULL. */
 SCRATCH_HIDDEN struct scratch__proc_counters *scratch__segment_proc(void);
+/* The process-wide class counters in the segment, or NULL. */
+SCRATCH_HIDDEN struct scratch__proc_classes *scratch__segment_proc_classes(void);
 /* After fork, in the child: move to a segment file of its own. */
 SCRATCH_HIDDEN void scratch__segment_atfork_child(void);
 /* Before fork, under the pool's lock: snapshot the state the child starts from. */

@@ -148,7 +148,7 @@ struct tcache {
 	uint32_t nmarks;                      /* marks taken; the decay pass's alone */
 	struct decay_mark marks[DECAY_MARKS]; /* the newest DECAY_MARKS of them */
 	uint32_t remote_head __attribute__((aligned(SCRATCH_CACHELINE)));
-	struct scratch__counters own;
+	struct scratch__thread_counters own;
 };
 
 /*
@@ -159,9 +159,9 @@ struct tcache {
  * need no test of their own: the sentinels fall through to the slow paths,
  * which tell them apart from real caches.
  */
-static struct scratch__counters sentinel_counters; /* written, never read */
-static struct tcache tc_none = {.tag = UINT32_MAX, .c = &sentinel_counters};
-static struct tcache tc_dead = {.tag = UINT32_MAX, .c = &sentinel_counters};
+static struct scratch__thread_counters sentinel_counters; /* written, never read */
+static struct tcache tc_none = {.tag = UINT32_MAX, .c = &sentinel_counters.c};
+static struct tcache tc_dead = {.tag = UINT32_MAX, .c = &sentinel_counters.c};
 #define TC_NONE   (&tc_none)
 #define TC_DEAD   (&tc_dead)
 #define is_tc(tc) ((tc) != TC_NONE && (tc) != TC_DEAD)
@@ -199,6 +199,8 @@ static struct {
 	int zombie_dirty;        /* a remote free went to a zombie */
 	struct scratch__proc_counters *proc;
 	struct scratch__proc_counters proc_own;
+	struct scratch__proc_classes *pcls; /* per class: live blocks, folded counters */
+	struct scratch__proc_classes pcls_own;
 	pthread_key_t key;
 	bool key_ok;
 	uint64_t born_ms; /* monotonic at setup: the decay thread waits a period */
@@ -265,10 +267,13 @@ static inline void count_lease(struct scratch__counters *c, uint64_t cap, uint64
 	scratch__seq_end(&c->seq);
 }
 
-static inline void count_release(struct scratch__counters *c, uint64_t cap)
+/* A release by c's thread of a block of class cls and capacity cap (0: not
+ * its lease, an orphan's). */
+static inline void count_release(struct scratch__counters *c, unsigned cls, uint64_t cap)
 {
 	scratch__seq_begin(&c->seq);
 	SCRATCH__ADD(&c->frees, 1);
+	SCRATCH__ADD(&scratch__cls(c)->frees[cls - SCRATCH__CLS_FIRST], 1);
 	SCRATCH__SUB(&c->leased, cap);
 	scratch__seq_end(&c->seq);
 }
@@ -308,6 +313,33 @@ static void proc_begin(void)
 static void proc_end(void)
 {
 	scratch__seq_end(&g.proc->seq);
+}
+
+/* Slot of global class index cls in the per-class arrays. */
+#define CLS(cls) ((cls)-SCRATCH__CLS_FIRST)
+
+/* A request of class bin was served by a block of class got (a lease
+ * counted under which[] of bin): the per-class side of the counters, in
+ * the caller's sequence bracket (k is a thread's, or g.pcls->exited under
+ * proc_begin). */
+static void count_class_lease(struct scratch__class_counters *k, uint64_t *which, unsigned bin,
+                              unsigned got, bool larger)
+{
+	SCRATCH__ADD(&which[CLS(bin)], 1);
+	if (larger)
+		SCRATCH__ADD(&k->larger_hits[CLS(bin)], 1);
+	if (got != bin) {
+		SCRATCH__SUB(&k->lent_adj[CLS(bin)], 1);
+		SCRATCH__ADD(&k->lent_adj[CLS(got)], 1);
+	}
+}
+
+/* Under g.lock: blocks of class cls not EMPTY went up (or down) by n. */
+static void count_live(unsigned cls, int64_t n)
+{
+	proc_begin();
+	SCRATCH__ADD(&g.pcls->live[CLS(cls)], (uint64_t)n);
+	proc_end();
 }
 
 /* ---------------------------------------------------------------------- */
@@ -468,9 +500,13 @@ static bool setup(void)
 	g.cache_bytes = g.conf.cache_bytes;
 	g.max_fit = g.conf.max_fit;
 	g.proc = &g.proc_own;
+	g.pcls = &g.pcls_own;
 	if (g.conf.stats && scratch__segment_open(&g.conf, SCRATCH_SEG_POOLS_ON, lowered) == 0 &&
-	    scratch__segment_proc() != NULL)
+	    scratch__segment_proc() != NULL) {
 		g.proc = scratch__segment_proc();
+		if (scratch__segment_proc_classes() != NULL)
+			g.pcls = scratch__segment_proc_classes();
+	}
 	g.proc->region_bytes = size;
 	/* The gates of the fast paths go last, with release order: threads
 	 * that have not synchronised with this setup test them at any time,
@@ -613,6 +649,7 @@ static uint32_t carve(unsigned bin)
 
 	if (id != 0) {
 		g.live_blocks++;
+		count_live(g.blk[id].cls, 1);
 		decay_wake_locked();
 	}
 	return id;
@@ -662,6 +699,7 @@ static void block_empty(uint32_t id)
 	g.live_blocks--;
 	proc_begin();
 	SCRATCH__ADD(&g.proc->trimmed, cap);
+	SCRATCH__SUB(&g.pcls->live[CLS(bin)], 1);
 	proc_end();
 }
 
@@ -740,6 +778,7 @@ static uint64_t depot_trim(void)
 			d->next = g.empty_head[bin];
 			g.empty_head[bin] = id;
 			g.live_blocks--;
+			count_live(bin, -1);
 			total += g.cls_size[bin];
 		}
 	}
@@ -821,6 +860,17 @@ static void tc_drain_remote(struct tcache *tc)
 		count_retained(tc->c, -(int64_t)evicted);
 }
 
+/* Add the class counters of a finished slot (its thread gone: no writer)
+ * to e, inside the caller's proc bracket. */
+static void class_fold(struct scratch__class_counters *e, const struct scratch__class_counters *k)
+{
+	uint64_t *dst = (uint64_t *)e;
+	const uint64_t *src = (const uint64_t *)k;
+
+	for (size_t i = 0; i < sizeof(*k) / sizeof(uint64_t); i++)
+		SCRATCH__ADD(&dst[i], __atomic_load_n(&src[i], __ATOMIC_RELAXED));
+}
+
 /* Fold a finished slot's counters into proc->exited. Under g.lock. */
 static void tc_fold(struct tcache *tc)
 {
@@ -840,6 +890,7 @@ static void tc_fold(struct tcache *tc)
 	SCRATCH__ADD(&e->growth_bytes, s.growth_bytes);
 	SCRATCH__ADD(&e->larger_hits, s.larger_hits);
 	SCRATCH__ADD(&e->remote_in, s.remote_in);
+	class_fold(&g.pcls->exited, scratch__cls(tc->c));
 	SCRATCH__ADD(&g.proc->exited_threads, 1);
 	scratch__segment_thread_reclaim(tc->index); /* inside the bracket: no double count */
 	proc_end();
@@ -961,7 +1012,7 @@ SCRATCH_COLD static struct tcache *tc_attach(void)
 	int saved = errno;
 	c = scratch__segment_thread_attach(tc->index, tid);
 	errno = saved;
-	tc->c = c != NULL ? c : &tc->own;
+	tc->c = c != NULL ? c : &tc->own.c;
 	proc_begin();
 	SCRATCH__ADD(&g.proc->threads_seen, 1);
 	proc_end();
@@ -1231,6 +1282,7 @@ static void decay_finish(uint32_t list)
 		d->next = g.empty_head[d->cls];
 		g.empty_head[d->cls] = id;
 		g.live_blocks--;
+		count_live(d->cls, -1);
 		total += g.cls_size[d->cls];
 	}
 	proc_begin();
@@ -1477,6 +1529,9 @@ static uint32_t orphan_acquire(uint64_t size, unsigned bin, bool *fresh)
 		SCRATCH__ADD(hit ? &e->depot_hits : &e->misses, 1);
 		if (got != bin)
 			SCRATCH__ADD(&e->larger_hits, 1);
+		count_class_lease(&g.pcls->exited,
+		                  hit ? g.pcls->exited.depot_hits : g.pcls->exited.misses, bin, got,
+		                  got != bin);
 		SCRATCH__ADD(&g.proc->orphan_leased, cap);
 		SCRATCH__ADD(&g.proc->orphan_retained, cap);
 		proc_end();
@@ -1577,6 +1632,7 @@ static uint32_t count_cache_hit(struct tcache *tc, uint32_t id, unsigned got, un
 	count_lease_in(c, g.cls_size[got], &c->hits);
 	if (got != bin)
 		SCRATCH__ADD(&c->larger_hits, 1);
+	count_class_lease(scratch__cls(c), scratch__cls(c)->hits, bin, got, got != bin);
 	scratch__seq_end(&c->seq);
 	return id;
 }
@@ -1599,6 +1655,8 @@ static uint32_t depot_or_carve(struct tcache *tc, uint64_t size, unsigned bin, b
 		count_lease_in(tc->c, g.cls_size[got], &tc->c->depot_hits);
 		if (got != bin)
 			SCRATCH__ADD(&tc->c->larger_hits, 1);
+		count_class_lease(scratch__cls(tc->c), scratch__cls(tc->c)->depot_hits, bin, got,
+		                  got != bin);
 		scratch__seq_end(&tc->c->seq);
 		return id;
 	}
@@ -1620,8 +1678,9 @@ static uint32_t depot_or_carve(struct tcache *tc, uint64_t size, unsigned bin, b
 	tc->last_miss = want;
 	*ret_fresh = true;
 	count_retained(tc->c, (int64_t)g.cls_size[want]);
-	count_lease(tc->c, g.cls_size[want], &tc->c->misses);
 	scratch__seq_begin(&tc->c->seq);
+	count_lease_in(tc->c, g.cls_size[want], &tc->c->misses);
+	count_class_lease(scratch__cls(tc->c), scratch__cls(tc->c)->misses, bin, want, false);
 	SCRATCH__ADD(&tc->c->growth_bytes, g.cls_size[want]);
 	scratch__seq_end(&tc->c->seq);
 	scratch__trace_growth(tc->tid, g.cls_size[want], want, scratch__current_owner);
@@ -1725,6 +1784,7 @@ static inline void *acquire_hit(uint64_t size, void *(*miss)(uint64_t))
 			tc->cached_bytes -= cap;
 			d->state = BLK_LEASED;
 			count_lease_in(c, cap, &c->hits);
+			SCRATCH__ADD(SCRATCH__CLS_AT(scratch__cls(c), hits, bin), 1);
 			scratch__seq_end(&c->seq);
 			return (void *)blk_addr(d);
 		}
@@ -1907,7 +1967,8 @@ static bool release_gated(const struct tcache *tc, const struct blk *d)
 SCRATCH_COLD static void release_slow(struct tcache *tc, uint32_t id)
 {
 	struct blk *d = &g.blk[id];
-	uint64_t cap = g.cls_size[d->cls];
+	unsigned cls = d->cls; /* the block may be another's once it is handed back */
+	uint64_t cap = g.cls_size[cls];
 	int saved = errno;
 
 	if (tc == TC_NONE)
@@ -1918,13 +1979,15 @@ SCRATCH_COLD static void release_slow(struct tcache *tc, uint32_t id)
 		proc_begin();
 		SCRATCH__SUB(&g.proc->orphan_leased, cap);
 		SCRATCH__SUB(&g.proc->orphan_retained, cap);
-		if (!is_tc(tc))
+		if (!is_tc(tc)) {
 			SCRATCH__ADD(&g.proc->exited.frees, 1);
+			SCRATCH__ADD(&g.pcls->exited.frees[CLS(d->cls)], 1);
+		}
 		proc_end();
 		depot_put(id);
 		pthread_mutex_unlock(&g.lock);
 		if (is_tc(tc))
-			count_release(tc->c, 0);
+			count_release(tc->c, d->cls, 0);
 		errno = saved;
 		return;
 	}
@@ -1939,7 +2002,7 @@ SCRATCH_COLD static void release_slow(struct tcache *tc, uint32_t id)
 	}
 	if (is_tc(tc) && d->owner == tc->tag) {
 		/* Our own block, but the cache is full: to the depot. */
-		count_release(tc->c, cap);
+		count_release(tc->c, d->cls, cap);
 		count_retained(tc->c, -(int64_t)cap);
 		pthread_mutex_lock(&g.lock);
 		depot_put(id);
@@ -1953,12 +2016,14 @@ SCRATCH_COLD static void release_slow(struct tcache *tc, uint32_t id)
 	if (is_tc(tc)) {
 		scratch__seq_begin(&tc->c->seq);
 		SCRATCH__ADD(&tc->c->frees, 1);
+		SCRATCH__ADD(&scratch__cls(tc->c)->frees[CLS(cls)], 1);
 		SCRATCH__ADD(&tc->c->remote_out, 1);
 		scratch__seq_end(&tc->c->seq);
 	} else {
 		pthread_mutex_lock(&g.lock);
 		proc_begin();
 		SCRATCH__ADD(&g.proc->exited.frees, 1);
+		SCRATCH__ADD(&g.pcls->exited.frees[CLS(cls)], 1);
 		SCRATCH__ADD(&g.proc->exited.remote_out, 1);
 		proc_end();
 		pthread_mutex_unlock(&g.lock);
@@ -1977,11 +2042,17 @@ static inline void release_block(uint32_t id)
 
 	if (likely(d->owner == tc->tag)) {
 		struct scratch__counters *c = tc->c;
-		struct bin *b = &tc->bins[d->cls];
-		uint64_t cap = g.cls_size[d->cls];
+		uintptr_t cls = d->cls;
+		struct bin *b = &tc->bins[cls];
+		uint64_t cap = g.cls_size[cls];
 		uint32_t limit;
 
 		scratch__seq_begin(&c->seq);
+		/* The class's free is counted first, while cls is in a register
+		 * (later it costs a spill), and taken back when the slow path
+		 * releases the block after all; readers see neither inside the
+		 * bracket. */
+		SCRATCH__ADD(SCRATCH__CLS_AT(scratch__cls(c), frees, cls), 1);
 		__asm__ volatile("" : : : "memory");
 		limit = __atomic_load_n(&g.cache_limit, __ATOMIC_ACQUIRE);
 		__asm__ volatile("" : : : "memory");
@@ -1997,6 +2068,7 @@ static inline void release_block(uint32_t id)
 			scratch__seq_end(&c->seq);
 			return;
 		}
+		SCRATCH__SUB(SCRATCH__CLS_AT(scratch__cls(c), frees, cls), 1);
 		scratch__seq_end(&c->seq);
 	}
 	release_slow(tc, id);
@@ -2038,7 +2110,7 @@ void scratch__shim_release_cold(void *p)
 		return;
 	}
 	cap = g.cls_size[g.blk[id].cls];
-	count_release(tc->c, cap);
+	count_release(tc->c, g.blk[id].cls, cap);
 	count_retained(tc->c, -(int64_t)cap);
 	pthread_mutex_lock(&g.lock);
 	block_empty(id);
@@ -2194,6 +2266,86 @@ int scratch_stats_total(struct scratch_stats *ret_stats)
 	st.threads = g.proc->threads_seen;
 	pthread_mutex_unlock(&g.lock);
 	*ret_stats = st;
+	return 0;
+}
+
+/* Class slot k's six counters of c's thread (hits, depot_hits, misses,
+ * larger_hits, frees, lent_adj), read inside c's sequence count. */
+static void class_read(struct scratch__counters *c, unsigned k, uint64_t ret[6])
+{
+	const struct scratch__class_counters *cc = scratch__cls(c);
+
+	for (int tries = 0;; tries++) {
+		uint64_t s1 = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE), s2;
+
+		ret[0] = __atomic_load_n(&cc->hits[k], __ATOMIC_RELAXED);
+		ret[1] = __atomic_load_n(&cc->depot_hits[k], __ATOMIC_RELAXED);
+		ret[2] = __atomic_load_n(&cc->misses[k], __ATOMIC_RELAXED);
+		ret[3] = __atomic_load_n(&cc->larger_hits[k], __ATOMIC_RELAXED);
+		ret[4] = __atomic_load_n(&cc->frees[k], __ATOMIC_RELAXED);
+		ret[5] = __atomic_load_n(&cc->lent_adj[k], __ATOMIC_RELAXED);
+		SCRATCH__FENCE_ACQUIRE();
+		s2 = SCRATCH__SEQ_LOAD(&c->seq);
+		/* as scratch__counters_read: a writer lost to fork leaves seq odd */
+		if ((s1 == s2 && (s1 & 1) == 0) || tries > 1000)
+			return;
+	}
+}
+
+/* Add six class counters (class_read's order) to st; lent to *lent. */
+static void class_add(struct scratch_class_stats *st, const uint64_t v[6], uint64_t *lent)
+{
+	st->hits += v[0];
+	st->depot_hits += v[1];
+	st->misses += v[2];
+	st->larger_hits += v[3];
+	st->frees += v[4];
+	*lent += v[0] + v[1] + v[2] + v[5];
+}
+
+int scratch_stats_class(size_t size, struct scratch_class_stats *ret_stats)
+{
+	struct scratch_class_stats st = {0};
+	const struct scratch__class_counters *e;
+	uint64_t v[6], lent = 0, live, out;
+	unsigned bin, k;
+	size_t n;
+
+	if (ret_stats == NULL || ret_stats->size < sizeof(st))
+		return -EINVAL;
+	n = ret_stats->size < sizeof(st) ? ret_stats->size : sizeof(st);
+	st.size = ret_stats->size;
+	st.version = SCRATCH_CLASS_STATS_VERSION;
+	if (!scratch__init() || size < g.min || size - g.min > g.span) {
+		memcpy(ret_stats, &st, n);
+		return -ERANGE;
+	}
+	bin = size_bin(size);
+	k = CLS(bin);
+	st.capacity = g.cls_size[bin];
+	st.min_request = bin > g.cls_base ? g.cls_size[bin - 1] + 1 : g.min;
+	pthread_mutex_lock(&g.lock);
+	for (uint32_t i = 0; i < g.tcs_used; i++) {
+		if (g.tcs[i].state == TC_FREE)
+			continue;
+		class_read(g.tcs[i].c, k, v);
+		class_add(&st, v, &lent);
+	}
+	e = &g.pcls->exited;
+	v[0] = e->hits[k];
+	v[1] = e->depot_hits[k];
+	v[2] = e->misses[k];
+	v[3] = e->larger_hits[k];
+	v[4] = e->frees[k];
+	v[5] = e->lent_adj[k];
+	class_add(&st, v, &lent);
+	live = g.pcls->live[k];
+	pthread_mutex_unlock(&g.lock);
+	st.requests = st.hits + st.depot_hits + st.misses;
+	out = lent >= st.frees ? lent - st.frees : 0;
+	st.leased = out * st.capacity;
+	st.idle = live >= out ? (live - out) * st.capacity : 0;
+	memcpy(ret_stats, &st, n);
 	return 0;
 }
 

@@ -135,6 +135,41 @@ SCRATCH_API int scratch_stats_thread(struct scratch_stats *ret_stats);
  * Exact whenever no pool call is in flight. Returns 0, or -EINVAL. */
 SCRATCH_API int scratch_stats_total(struct scratch_stats *ret_stats);
 
+/*
+ * Counters of one size class, summed over all threads (exited ones
+ * included), as scratch_stats_class() fills them. The caller sets size to
+ * sizeof(struct scratch_class_stats); the library fills what both it and
+ * the caller know and sets version (SCRATCH_CLASS_STATS_VERSION). Requests
+ * count by the class of the request; frees and bytes by the class of the
+ * block (a request served by a block of a larger class leases that block):
+ *
+ *   requests = hits + depot_hits + misses      larger_hits <= hits + depot_hits
+ *   summed over classes, each count is scratch_stats_total()'s
+ */
+#define SCRATCH_CLASS_STATS_VERSION 1
+
+struct scratch_class_stats {
+	uint32_t size;        /* in: sizeof(struct scratch_class_stats) */
+	uint32_t version;     /* out: SCRATCH_CLASS_STATS_VERSION */
+	uint64_t capacity;    /* bytes of one block of the class */
+	uint64_t min_request; /* the smallest request the class serves */
+	uint64_t requests;    /* pooled requests of the class */
+	uint64_t hits;        /* served by a thread's cache (own or larger class) */
+	uint64_t depot_hits;  /* served by the depot (own or larger class) */
+	uint64_t larger_hits; /* of those, by an idle block of a larger class */
+	uint64_t misses;      /* served by growing: fresh pages */
+	uint64_t frees;       /* releases of the class's blocks */
+	uint64_t leased;      /* bytes of the class's blocks lent now */
+	uint64_t idle;        /* bytes of the class's blocks held idle (caches, depot) */
+};
+
+/* The counters of the size class a request of size bytes falls in (see
+ * scratch_class_size()). Exact whenever no pool call is in flight. Returns
+ * 0; -EINVAL for NULL or a size field below version 1's struct; -ERANGE
+ * when size is not pooled (outside [min_size, max_size], or the pools are
+ * off), with ret_stats zeroed past size and version. */
+SCRATCH_API int scratch_stats_class(size_t size, struct scratch_class_stats *ret_stats);
+
 /* Count n allocation calls that the preload shim served from its backend
  * (they show as "passthrough" in this thread's stats). */
 SCRATCH_API void scratch_count_passthrough(uint64_t n);

@@ -320,6 +320,12 @@ static size_t layout(struct scratch_seg_header *h, const struct scratch__conf *c
 	h->proc_off = off;
 	h->proc_size = (sizeof(struct scratch__proc_counters) + 63) & ~UINT64_C(63);
 	off += h->proc_size;
+	h->classes_off = off;
+	h->classes_size = (sizeof(struct scratch__proc_classes) + 63) & ~UINT64_C(63);
+	h->class_first = SCRATCH__CLS_FIRST;
+	h->class_count = SCRATCH__CLS_COUNT;
+	h->slot_class_off = (uint32_t) __builtin_offsetof(struct scratch_seg_thread, k);
+	off += h->classes_size;
 	h->threads_off = off;
 	h->thread_slots = (uint32_t)threads;
 	h->thread_stride = sizeof(struct scratch_seg_thread);
@@ -560,6 +566,7 @@ struct scratch__counters *scratch__segment_thread_attach(uint32_t index, pid_t t
 	/* as an owner slot's reuse: inside a sequence count that only grows */
 	scratch__seq_begin(&t->c.seq);
 	memset((char *)&t->c + sizeof(t->c.seq), 0, sizeof(t->c) - sizeof(t->c.seq));
+	memset(&t->k, 0, sizeof(t->k));
 	t->tid = (int32_t)tid;
 	t->generation++;
 	t->attach_ns = scratch__os_realtime_ns();
@@ -567,6 +574,9 @@ struct scratch__counters *scratch__segment_thread_attach(uint32_t index, pid_t t
 	read_comm(tid, t->name, sizeof(t->name));
 	scratch__seq_end(&t->c.seq);
 	__atomic_store_n(&t->state, SCRATCH_SEG_LIVE, __ATOMIC_RELEASE);
+	/* under the pool's lock: one writer */
+	if (seg.hdr->threads_high < index + 1)
+		__atomic_store_n(&seg.hdr->threads_high, index + 1, __ATOMIC_RELEASE);
 	my_slot = index + 1;
 	return &t->c;
 }
@@ -596,6 +606,13 @@ struct scratch__proc_counters *scratch__segment_proc(void)
 	if (seg.hdr == NULL)
 		return NULL;
 	return (struct scratch__proc_counters *)seg_at(seg.hdr->proc_off);
+}
+
+struct scratch__proc_classes *scratch__segment_proc_classes(void)
+{
+	if (seg.hdr == NULL || seg.hdr->class_count == 0)
+		return NULL;
+	return (struct scratch__proc_classes *)seg_at(seg.hdr->classes_off);
 }
 
 /* Give the child its own copy at the same address: a new file when the run

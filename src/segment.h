@@ -13,6 +13,7 @@
  *
  *   offset 0               struct scratch_seg_header      (header_size bytes)
  *   proc_off               struct scratch__proc_counters  (proc_size bytes)
+ *   classes_off            struct scratch__proc_classes   (classes_size bytes)
  *   threads_off            thread_slots x struct scratch_seg_thread (thread_stride)
  *   owners_off             owner_slots x struct scratch_seg_owner  (owner_stride)
  *   ring_off               ring_slots x struct scratch_seg_record  (record_stride)
@@ -56,6 +57,35 @@
  * thread twice or not at all for one sample; it retries when proc->seq
  * moved across its reading.
  *
+ * Size classes. A header of header_size >= the whole struct below has
+ * class_count > 0 and carries per size class counters: class slot j is the
+ * global class index class_first + j (four classes per power of two, of
+ * capacity (5 + (i & 3)) << ((i >> 2) - 2) bytes). Each thread slot holds
+ * a struct scratch__class_counters at slot_class_off within the slot (the
+ * thread's, same seq bracket as its counters); classes_off holds the
+ * process's struct scratch__proc_classes (live blocks per class, and the
+ * class counters of reclaimed threads and orphans, inside proc->seq). With
+ * class_count == 0 (older writers: the fields were not there, header_size
+ * is smaller) a reader shows no per-class figures. For class k:
+ *
+ *   X[k] (process) = sum over LIVE/EXITED slots of k.X[k] + exited.X[k]
+ *   requests[k]    = hits[k] + depot_hits[k] + misses[k]   (request class)
+ *   lent[k]        = requests[k] + lent_adj[k]              (block class)
+ *   leased[k]      = (lent[k] - frees[k]) x capacity(k)
+ *   idle[k]        = (live[k] - (lent[k] - frees[k])) x capacity(k)
+ *   sum over k of hits, depot_hits, misses, larger_hits, frees = the totals
+ *
+ * threads_high (in the same tail) bounds the thread slots ever attached,
+ * so a reader need not read the whole table: with the class counters a
+ * slot is 4.5 KiB, and the table of 1024 slots 4.4 MiB, most of it never
+ * written (a sparse file).
+ *
+ * The version stayed 1 when these were added: no field changed meaning or
+ * place. Old readers use the strides and offsets from the header, so a
+ * longer header, a longer thread slot and a section between the process
+ * counters and the thread table are invisible to them; new readers tell
+ * an old file by header_size (and class_count 0) and show no classes.
+ *
  * Trace ring. ring_head (in the header) is the number of sequence numbers
  * ever claimed; a writer claims s = ++ring_head (one atomic fetch_add) and
  * writes record s into slot (s - 1) & (ring_slots - 1):
@@ -92,6 +122,7 @@
 #define SCRATCH_SEG_MAX_SIZE    (UINT64_C(1) << 30)
 
 #define SCRATCH_SEG_OWNER_SLOTS 256
+#define SCRATCH_SEG_MAX_CLASSES 144 /* global class indices a reader accepts: [8, 144) */
 
 /* Slot states (threads and owners). */
 enum scratch_seg_state {
@@ -159,6 +190,15 @@ struct scratch_seg_header {
 	char exe[SCRATCH_SEG_EXE_LEN];         /* NUL-terminated, truncated */
 	char cmdline[SCRATCH_SEG_CMDLINE_LEN]; /* arguments joined by spaces */
 	char conf[SCRATCH_SEG_CONF_LEN];       /* "key:value,..." as in force */
+
+	/* per size class counters (see "Size classes"); 0 without them */
+	uint32_t class_first;    /* global class index of class slot 0 */
+	uint32_t class_count;    /* class slots (SCRATCH__CLS_COUNT) */
+	uint32_t slot_class_off; /* struct scratch__class_counters within a thread slot */
+	uint32_t threads_high;   /* slots [threads_high, thread_slots) were never used */
+	uint64_t classes_off;    /* struct scratch__proc_classes */
+	uint64_t classes_size;
+	uint64_t pad3[4];
 };
 
 struct scratch_seg_thread {
@@ -170,7 +210,9 @@ struct scratch_seg_thread {
 	uint64_t exit_ns;
 	char name[SCRATCH_SEG_NAME_LEN]; /* comm at attach (readers may refresh it) */
 	uint64_t pad1[2];
-	struct scratch__counters c; /* 64-byte aligned */
+	struct scratch__counters c;       /* 64-byte aligned */
+	struct scratch__class_counters k; /* right after c: the fast paths reach it from &c */
+	uint64_t pad2[2];
 };
 
 struct scratch_seg_owner {
@@ -201,6 +243,10 @@ struct scratch_seg_record {
 
 _Static_assert(sizeof(struct scratch_seg_header) % SCRATCH_CACHELINE == 0, "header alignment");
 _Static_assert(sizeof(struct scratch_seg_thread) % SCRATCH_CACHELINE == 0, "slot alignment");
+_Static_assert(__builtin_offsetof(struct scratch_seg_thread, k) ==
+                       __builtin_offsetof(struct scratch_seg_thread, c) +
+                               __builtin_offsetof(struct scratch__thread_counters, k),
+               "class counters follow the counters as in struct scratch__thread_counters");
 _Static_assert(sizeof(struct scratch_seg_record) == 64, "record header size");
 
 /* Hash of a record's payload (everything but check and seq_end, plus

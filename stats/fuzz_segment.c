@@ -34,6 +34,25 @@ static void count_record(void *ctx, const struct segread_record *r)
 
 static uint64_t accepted;
 
+/* The class figures of an accepted segment: within the reader's bounds,
+ * in class order, and as the equations of segment.h say. */
+static void check_classes(const struct segread *s)
+{
+	struct segread_class c[SCRATCH_SEG_MAX_CLASSES];
+	int n = segread_classes(s, c, SCRATCH_SEG_MAX_CLASSES);
+
+	if (n > (int)s->class_count)
+		abort();
+	for (int i = 0; i < n; i++) {
+		if (c[i].cls < s->class_first || c[i].cls >= s->class_first + s->class_count ||
+		    (i > 0 && c[i].cls <= c[i - 1].cls))
+			abort();
+		if (c[i].requests != c[i].hits + c[i].depot_hits + c[i].misses ||
+		    c[i].leased_blocks > c[i].lent)
+			abort();
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct segread_src src = {.fd = -1, .mem = data, .mem_size = size};
@@ -65,6 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (segread_proc(&s, &pc) != 0)
 		memset(&pc, 0, sizeof(pc));
 	segread_totals(t, nt, &pc, &tot);
+	check_classes(&s);
 	segread_drain(&s, &next, &lost, 1u << 16, false, count_record, &n);
 	next = 1;
 	segread_drain(&s, &next, &lost, 1u << 16, true, count_record, &n);

@@ -149,6 +149,7 @@ static void proc_free(struct sd_proc *p)
 		close(p->fd);
 	free(p->threads);
 	free(p->owners);
+	free(p->classes);
 	free(p->hist);
 	free(p->trace);
 	free(p->maps);
@@ -176,7 +177,7 @@ static size_t proc_bytes(const struct sd_proc *p)
 	return sizeof(*p) + (size_t)p->hist_cap * sizeof(*p->hist) +
 	       (size_t)p->trace_cap * sizeof(*p->trace) +
 	       (size_t)p->nthreads * sizeof(*p->threads) + (size_t)p->nowners * sizeof(*p->owners) +
-	       p->maps_size;
+	       (size_t)p->nclasses * sizeof(*p->classes) + p->maps_size;
 }
 
 /* Bring p's charge in line with what it holds now. */
@@ -622,6 +623,22 @@ static void read_owners(struct sd_proc *p)
 	free(o);
 }
 
+/* The per size class figures (segment.h "Size classes"), kept like the
+ * thread table: when they cannot be read or kept, the last sample's stay. */
+static void read_classes(struct sd_proc *p)
+{
+	struct segread_class c[SCRATCH_SEG_MAX_CLASSES];
+	int n;
+
+	p->has_classes = p->seg.class_count != 0;
+	if (!p->has_classes)
+		return;
+	n = budget(p, segread_classes(&p->seg, c, SCRATCH_SEG_MAX_CLASSES));
+	if (n >= 0)
+		(void)keep_table(p, (void **)&p->classes, &p->nclasses, c, (uint32_t)n,
+		                 sizeof(c[0]));
+}
+
 static void read_sample(struct sd_proc *p)
 {
 	struct scratch__proc_counters again, prev = p->pc;
@@ -647,6 +664,7 @@ static void read_sample(struct sd_proc *p)
 	if (p->live)
 		refresh_names(p);
 	read_owners(p);
+	read_classes(p);
 	segread_totals(p->threads, p->nthreads, &p->pc, &p->tot);
 	p->sampled_ns = stats_realtime_ns();
 	p->sampled_mono = stats_mono_ns();

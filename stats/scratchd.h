@@ -40,6 +40,9 @@ struct sd_proc {
 	struct segread_owner *owners;
 	uint32_t nowners;
 	struct segread_totals tot;
+	struct segread_class *classes; /* size classes in use, in class order */
+	uint32_t nclasses;
+	bool has_classes;      /* the segment has class counters (a new enough writer) */
 	uint64_t sampled_ns;   /* CLOCK_REALTIME of the last sample */
 	uint64_t sampled_mono; /* the same, CLOCK_MONOTONIC */
 

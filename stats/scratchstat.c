@@ -7,6 +7,7 @@
  *   scratchstat PID INTERVAL [COUNT]    totals every INTERVAL seconds, with rates
  *   scratchstat trace PID [--follow] [--since SEQ] [--frames]
  *   scratchstat owners PID | history PID
+ *   scratchstat sizes PID               per size class: requests, hits, misses
  *
  * Every view is one JSON value (what scratchd served, plus symbolized call
  * sites for traces); --json prints that value, the table is rendered from
@@ -586,6 +587,98 @@ static void print_owners(const json_t *v)
 	        (unsigned long long)num(o, "wakes"), str(o, "state"));
 }
 
+/* "64.0 KiB-80.0 KiB": the request sizes a class serves. */
+static const char *class_range(const json_t *k, char *buf, size_t len)
+{
+	char a[32], b[32];
+
+	snprintf(buf, len, "%s-%s", human(num(k, "size_min"), a, sizeof(a)),
+	         human(num(k, "size"), b, sizeof(b)));
+	return buf;
+}
+
+/* A bar of requests against the busiest class: '#' served from memory
+ * the pools held, 'x' the share that grew the pools (misses). */
+static void class_bar(const json_t *k, uint64_t most, char *buf, size_t len)
+{
+	const size_t width = 24;
+	uint64_t req = num(k, "requests"), miss = num(k, "misses");
+	size_t n = most ? (size_t)((req * width + most - 1) / most) : 0;
+	size_t x = req ? (size_t)((miss * n + req - 1) / req) : 0;
+	size_t i;
+
+	for (i = 0; i < n && i + 1 < len; i++)
+		buf[i] = i < n - x ? '#' : 'x';
+	buf[i] = '\0';
+}
+
+/* The footer: which sizes make the pools grow, and what min_size does. */
+static void sizes_footer(const json_t *v)
+{
+	const json_t *k, *worst = NULL, *first = NULL;
+	size_t i;
+	char a[64], b[32];
+
+	json_array_foreach(json_object_get(v, "classes"), i, k)
+	{
+		if (first == NULL && num(k, "requests") > 0)
+			first = k;
+		if (num(k, "misses") > 0 &&
+		    (worst == NULL || num(k, "misses") > num(worst, "misses")))
+			worst = k;
+	}
+	if (worst != NULL)
+		printf("most misses at %s: %llu of %llu growths\n",
+		       class_range(worst, a, sizeof(a)), (unsigned long long)num(worst, "misses"),
+		       (unsigned long long)num(json_object_get(v, "total"), "misses"));
+	else
+		printf("no misses: every request was served by memory the pools held\n");
+	if (first != NULL)
+		printf("smallest pooled requests at %s\n", class_range(first, a, sizeof(a)));
+	printf("requests below min_size (%s) are not pooled: %llu calls passed through\n",
+	       human(num(v, "min_size"), b, sizeof(b)), (unsigned long long)num(v, "passthrough"));
+}
+
+static void print_sizes(const json_t *v)
+{
+	const json_t *k, *t = json_object_get(v, "total");
+	uint64_t most = 0;
+	size_t i;
+	char r[64], h[16], a[32], b[32], bar[32];
+
+	if (!json_is_true(json_object_get(v, "available"))) {
+		printf("no per size class counters in this process's segment (an older "
+		       "libscratch)\n");
+		return;
+	}
+	json_array_foreach(json_object_get(v, "classes"), i, k) if (num(k, "requests") > most)
+	        most = num(k, "requests");
+	printf("%-22s %10s %6s %8s %8s %8s %10s %10s %s\n", "CLASS (size)", "REQUESTS", "HIT%",
+	       "LARGER", "DEPOT", "MISSES", "IDLE", "LEASED", "REQUESTS (x: misses)");
+	json_array_foreach(json_object_get(v, "classes"), i, k)
+	{
+		if (num(k, "requests") == 0)
+			snprintf(h, sizeof(h), "-");
+		else
+			snprintf(h, sizeof(h), "%.1f%%",
+			         json_real_value(json_object_get(k, "hit_rate")) * 100.0);
+		class_bar(k, most, bar, sizeof(bar));
+		printf("%-22s %10llu %6s %8llu %8llu %8llu %10s %10s %s\n",
+		       class_range(k, r, sizeof(r)), (unsigned long long)num(k, "requests"), h,
+		       (unsigned long long)num(k, "larger_hits"),
+		       (unsigned long long)num(k, "depot_hits"),
+		       (unsigned long long)num(k, "misses"),
+		       human(num(k, "idle_bytes"), a, sizeof(a)),
+		       human(num(k, "leased_bytes"), b, sizeof(b)), bar);
+	}
+	printf("%-22s %10llu %6s %8llu %8llu %8llu %10s %10s\n", "total",
+	       (unsigned long long)num(t, "requests"), "",
+	       (unsigned long long)num(t, "larger_hits"), (unsigned long long)num(t, "depot_hits"),
+	       (unsigned long long)num(t, "misses"), human(num(t, "idle_bytes"), a, sizeof(a)),
+	       human(num(t, "leased_bytes"), b, sizeof(b)));
+	sizes_footer(v);
+}
+
 static void clock_of(uint64_t ns, char *buf, size_t len)
 {
 	time_t s = (time_t)(ns / 1000000000u);
@@ -1070,6 +1163,7 @@ static void usage(FILE *f)
 	      "       scratchstat [options] trace PID [--follow] [--since SEQ] [--limit N] "
 	      "[--frames]\n"
 	      "       scratchstat [options] owners PID\n"
+	      "       scratchstat [options] sizes PID\n"
 	      "       scratchstat [options] history PID\n",
 	      f);
 }
@@ -1182,7 +1276,15 @@ static int view_pid(const char *what, pid_t pid, void (*table)(const json_t *))
 
 /* What the positional arguments ask for, checked before anything else runs. */
 struct request {
-	enum { REQ_LIST, REQ_THREADS, REQ_WATCH, REQ_TRACE, REQ_OWNERS, REQ_HISTORY } kind;
+	enum {
+		REQ_LIST,
+		REQ_THREADS,
+		REQ_WATCH,
+		REQ_TRACE,
+		REQ_OWNERS,
+		REQ_HISTORY,
+		REQ_SIZES
+	} kind;
 	pid_t pid;
 	double interval;
 	long count; /* 0: until interrupted */
@@ -1197,9 +1299,10 @@ static int parse_request(int nargs, char **args, struct request *req)
 	if (nargs == 0)
 		return EX_OK;
 	if (strcmp(args[0], "trace") == 0 || strcmp(args[0], "owners") == 0 ||
-	    strcmp(args[0], "history") == 0) {
+	    strcmp(args[0], "history") == 0 || strcmp(args[0], "sizes") == 0) {
 		req->kind = args[0][0] == 't'   ? REQ_TRACE
 		            : args[0][0] == 'o' ? REQ_OWNERS
+		            : args[0][0] == 's' ? REQ_SIZES
 		                                : REQ_HISTORY;
 		if (nargs < 2)
 			say("%s needs a PID", args[0]);
@@ -1212,7 +1315,7 @@ static int parse_request(int nargs, char **args, struct request *req)
 		return EX_USAGE;
 	}
 	if (!parse_pid(args[0], &req->pid)) {
-		say("'%s' is neither a PID nor a command (trace, owners, history)", args[0]);
+		say("'%s' is neither a PID nor a command (trace, owners, history, sizes)", args[0]);
 		usage(stderr);
 		return EX_USAGE;
 	}
@@ -1314,6 +1417,9 @@ int main(int argc, char **argv)
 		break;
 	case REQ_HISTORY:
 		rc = view_pid("/history", req.pid, print_history);
+		break;
+	case REQ_SIZES:
+		rc = view_pid("/sizes", req.pid, print_sizes);
 		break;
 	}
 	curl_global_cleanup();

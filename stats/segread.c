@@ -13,6 +13,7 @@
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -75,17 +76,52 @@ static void copy_str(char *dst, const char *src, size_t len)
 	dst[len - 1] = '\0';
 }
 
+/* The part of a thread slot every writer of version 1 has (the class
+ * counters came later), and of the header. */
+#define THREAD_BASE offsetof(struct scratch_seg_thread, k)
+#define HEADER_BASE offsetof(struct scratch_seg_header, class_first)
+
+/* Arrays of class counters: 6 in a thread slot, 1 + 6 in the process's
+ * section (live, then the exited counters), class_count entries each. */
+#define SLOT_ARRAYS 6
+#define PROC_ARRAYS 7
+
+/* The class section, when there is one: right after the process counters
+ * (end), before the thread table; its arrays inside their spaces. */
+static int check_classes(const struct scratch_seg_header *h, uint64_t file_size, uint64_t *end,
+                         char *err, size_t errlen)
+{
+	if (h->class_count == 0)
+		return 0;
+	if (h->class_count > SCRATCH_SEG_MAX_CLASSES || h->class_first < 8 ||
+	    h->class_first + (uint64_t)h->class_count > SCRATCH_SEG_MAX_CLASSES)
+		return bad(err, errlen, "bad size classes (%u from %u)", h->class_count,
+		           h->class_first);
+	if (h->slot_class_off < THREAD_BASE || h->slot_class_off % 8 != 0 ||
+	    h->slot_class_off + (uint64_t)SLOT_ARRAYS * h->class_count * 8 > h->thread_stride)
+		return bad(err, errlen, "class counters outside the thread slot");
+	if (h->classes_size < (uint64_t)PROC_ARRAYS * h->class_count * 8 ||
+	    h->classes_size > 65536 ||
+	    !section_ok(h->classes_off, 1, h->classes_size, *end, file_size, end))
+		return bad(err, errlen, "class section outside the file");
+	return 0;
+}
+
 /* The sections must follow each other in this order, without overlap. */
 static int check_layout(const struct scratch_seg_header *h, uint64_t file_size, char *err,
                         size_t errlen)
 {
 	uint64_t end;
+	int rc;
 
 	if (h->proc_size < sizeof(struct scratch__proc_counters) || h->proc_size > 65536 ||
 	    !section_ok(h->proc_off, 1, h->proc_size, h->header_size, file_size, &end))
 		return bad(err, errlen, "process counters outside the file");
-	if (h->thread_slots > SCRATCH_SEG_MAX_THREADS ||
-	    h->thread_stride < sizeof(struct scratch_seg_thread) || h->thread_stride > 65536 ||
+	rc = check_classes(h, file_size, &end, err, errlen);
+	if (rc != 0)
+		return rc;
+	if (h->thread_slots > SCRATCH_SEG_MAX_THREADS || h->thread_stride < THREAD_BASE ||
+	    h->thread_stride % 8 != 0 || h->thread_stride > 65536 ||
 	    !section_ok(h->threads_off, h->thread_slots, h->thread_stride, end, file_size, &end))
 		return bad(err, errlen, "thread table outside the file (%u slots of %u bytes)",
 		           h->thread_slots, h->thread_stride);
@@ -132,8 +168,12 @@ int segread_open(const struct segread_src *src, uint64_t file_size, struct segre
 	if (h.version != SCRATCH_SEG_VERSION)
 		return bad(err, errlen, "format version %u, this reader knows %u", h.version,
 		           SCRATCH_SEG_VERSION);
-	if (h.header_size < sizeof(h) || h.header_size % 8 != 0 || h.header_size > 65536)
+	if (h.header_size < HEADER_BASE || h.header_size % 8 != 0 || h.header_size > 65536)
 		return bad(err, errlen, "bad header size %u", h.header_size);
+	if (h.header_size < sizeof(h)) {
+		/* an older writer: what follows its header is not ours */
+		memset((uint8_t *)&h + HEADER_BASE, 0, sizeof(h) - HEADER_BASE);
+	}
 	if (h.file_size != file_size)
 		return bad(err, errlen, "header says %llu bytes, the file has %llu",
 		           (unsigned long long)h.file_size, (unsigned long long)file_size);
@@ -171,6 +211,11 @@ int segread_open(const struct segread_src *src, uint64_t file_size, struct segre
 	ret->ring_slots = h.ring_slots;
 	ret->record_stride = h.record_stride;
 	ret->record_frames = h.record_frames;
+	ret->class_first = h.class_first;
+	ret->class_count = h.class_count;
+	ret->slot_class_off = h.slot_class_off;
+	ret->classes_off = h.classes_off;
+	ret->classes_size = h.classes_size;
 	copy_str(ret->exe, h.exe, sizeof(ret->exe));
 	copy_str(ret->cmdline, h.cmdline, sizeof(ret->cmdline));
 	copy_str(ret->conf, h.conf, sizeof(ret->conf));
@@ -224,7 +269,7 @@ int segread_thread(const struct segread *s, uint32_t i, struct segread_thread *r
 
 	if (i >= s->thread_slots)
 		return -EINVAL;
-	rc = read_seq(s, s->threads_off + (uint64_t)i * s->thread_stride, &t, sizeof(t),
+	rc = read_seq(s, s->threads_off + (uint64_t)i * s->thread_stride, &t, THREAD_BASE,
 	              offsetof(struct scratch_seg_thread, c.seq));
 	if (rc != 0)
 		return rc;
@@ -250,13 +295,30 @@ int segread_thread(const struct segread *s, uint32_t i, struct segread_thread *r
 	return 0;
 }
 
+/* The slots to look at: all of them, or with the class counters (a
+ * writer that keeps threads_high) those below threads_high. A hostile
+ * value can only hide slots, as marking them free could. */
+static uint32_t slots_high(const struct segread *s)
+{
+	uint32_t high = s->thread_slots;
+
+	if (s->class_count != 0 &&
+	    src_read(&s->src, offsetof(struct scratch_seg_header, threads_high), &high,
+	             sizeof(high)) == 0 &&
+	    high < s->thread_slots)
+		return high;
+	return s->thread_slots;
+}
+
 int segread_threads_used(const struct segread *s, bool *used)
 {
 	uint8_t buf[64 * 1024];
 	uint32_t per = (uint32_t)(sizeof(buf) / s->thread_stride);
+	uint32_t high = slots_high(s);
 
-	for (uint32_t i = 0; i < s->thread_slots; i += per) {
-		uint32_t n = s->thread_slots - i < per ? s->thread_slots - i : per;
+	memset(used, 0, s->thread_slots * sizeof(*used));
+	for (uint32_t i = 0; i < high; i += per) {
+		uint32_t n = high - i < per ? high - i : per;
 		int rc = src_read(&s->src, s->threads_off + (uint64_t)i * s->thread_stride, buf,
 		                  (size_t)n * s->thread_stride);
 
@@ -427,4 +489,135 @@ void segread_totals(const struct segread_thread *t, size_t n,
 	ret->threads_seen = proc->threads_seen;
 	ret->threads_exited += proc->exited_threads;
 	ret->depot_bytes = proc->depot_bytes;
+}
+
+/* Sums of the class arrays: PROC_ARRAYS rows (live, then hits,
+ * depot_hits, misses, larger_hits, frees, lent_adj) of class_count. */
+struct class_sums {
+	uint64_t v[PROC_ARRAYS][SCRATCH_SEG_MAX_CLASSES];
+};
+
+/* Add the class arrays of the used, live or exited thread slots to sum. */
+static int add_slot_classes(const struct segread *s, const bool *used, uint8_t *buf,
+                            struct class_sums *sum)
+{
+	size_t len = s->slot_class_off + (size_t)SLOT_ARRAYS * s->class_count * 8;
+
+	for (uint32_t i = 0; i < s->thread_slots; i++) {
+		uint32_t state;
+		int rc;
+
+		if (!used[i])
+			continue;
+		rc = read_seq(s, s->threads_off + (uint64_t)i * s->thread_stride, buf, len,
+		              offsetof(struct scratch_seg_thread, c.seq));
+		if (rc != 0)
+			return rc;
+		memcpy(&state, buf, sizeof(state));
+		if (state != SCRATCH_SEG_LIVE && state != SCRATCH_SEG_EXITED)
+			continue;
+		for (uint32_t a = 0; a < SLOT_ARRAYS; a++)
+			for (uint32_t k = 0; k < s->class_count; k++) {
+				uint64_t v;
+
+				memcpy(&v,
+				       buf + s->slot_class_off +
+				               ((size_t)a * s->class_count + k) * 8,
+				       sizeof(v));
+				sum->v[a + 1][k] += v;
+			}
+	}
+	return 0;
+}
+
+/* One try: the process's class section inside proc->seq, then the slots;
+ * -EAGAIN when proc->seq moved across (a slot was folded meanwhile). */
+static int classes_once(const struct segread *s, const bool *used, uint8_t *buf,
+                        struct class_sums *sum)
+{
+	struct scratch__proc_counters p0, p1;
+	size_t len = (size_t)PROC_ARRAYS * s->class_count * 8;
+	int rc;
+
+	memset(sum, 0, sizeof(*sum));
+	rc = segread_proc(s, &p0);
+	if (rc == 0)
+		rc = src_read(&s->src, s->classes_off, buf, len);
+	if (rc != 0)
+		return rc;
+	for (uint32_t a = 0; a < PROC_ARRAYS; a++)
+		for (uint32_t k = 0; k < s->class_count; k++)
+			memcpy(&sum->v[a][k], buf + ((size_t)a * s->class_count + k) * 8,
+			       sizeof(uint64_t));
+	rc = add_slot_classes(s, used, buf, sum);
+	if (rc == 0)
+		rc = segread_proc(s, &p1);
+	if (rc == 0 && p1.seq != p0.seq)
+		rc = -EAGAIN;
+	return rc;
+}
+
+static uint64_t mul_sat(uint64_t a, uint64_t b)
+{
+	uint64_t r;
+
+	return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+/* The figures of class slot k from the sums, per segment.h. */
+static void class_figures(const struct segread *s, const struct class_sums *sum, uint32_t k,
+                          struct segread_class *c)
+{
+	uint64_t out;
+
+	memset(c, 0, sizeof(*c));
+	c->cls = s->class_first + k;
+	c->capacity = segread_class_capacity(c->cls);
+	c->live_blocks = sum->v[0][k];
+	c->hits = sum->v[1][k];
+	c->depot_hits = sum->v[2][k];
+	c->misses = sum->v[3][k];
+	c->larger_hits = sum->v[4][k];
+	c->frees = sum->v[5][k];
+	c->requests = c->hits + c->depot_hits + c->misses;
+	c->lent = c->requests + sum->v[6][k]; /* lent_adj: mod 2^64 */
+	out = c->lent >= c->frees ? c->lent - c->frees : 0;
+	c->leased_blocks = out;
+	c->leased_bytes = mul_sat(out, c->capacity);
+	c->idle_bytes = c->live_blocks >= out ? mul_sat(c->live_blocks - out, c->capacity) : 0;
+}
+
+int segread_classes(const struct segread *s, struct segread_class *ret, uint32_t max)
+{
+	struct class_sums *sum;
+	bool *used;
+	uint8_t *buf;
+	uint32_t n = 0;
+	int rc;
+
+	if (s->class_count == 0)
+		return -ENODATA;
+	sum = malloc(sizeof(*sum));
+	used = calloc(s->thread_slots ? s->thread_slots : 1, sizeof(*used));
+	buf = malloc(s->thread_stride > s->classes_size ? s->thread_stride : s->classes_size);
+	rc = sum == NULL || used == NULL || buf == NULL ? -ENOMEM : 0;
+	if (rc == 0)
+		rc = segread_threads_used(s, used);
+	for (unsigned tries = 0; rc == 0; tries++) {
+		rc = classes_once(s, used, buf, sum);
+		if (rc != -EAGAIN || tries >= s->retries)
+			break;
+		rc = 0;
+	}
+	for (uint32_t k = 0; rc == 0 && k < s->class_count && n < max; k++) {
+		struct segread_class c;
+
+		class_figures(s, sum, k, &c);
+		if (c.requests != 0 || c.live_blocks != 0 || c.frees != 0)
+			ret[n++] = c;
+	}
+	free(sum);
+	free(used);
+	free(buf);
+	return rc != 0 ? rc : (int)n;
 }

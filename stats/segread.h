@@ -47,6 +47,10 @@ struct segread {
 	uint32_t owner_slots, owner_stride;
 	uint64_t ring_off;
 	uint32_t ring_slots, record_stride, record_frames;
+	/* per size class counters (segment.h "Size classes"); class_count 0:
+	 * the writer has none (an older one) */
+	uint32_t class_first, class_count, slot_class_off;
+	uint64_t classes_off, classes_size;
 	char exe[SCRATCH_SEG_EXE_LEN];
 	char cmdline[SCRATCH_SEG_CMDLINE_LEN];
 	char conf[SCRATCH_SEG_CONF_LEN];
@@ -125,6 +129,35 @@ int segread_drain(const struct segread *s, uint64_t *next, uint64_t *lost, uint6
 /* The stable snake_case name of a pools-off reason ("address_space_limit"),
  * NULL for SCRATCH_SEG_POOLS_ON and for codes this reader does not know. */
 const char *segread_pools_off_name(uint32_t pools_off);
+
+/* One size class of a process, by segment.h's "Size classes" equations.
+ * requests, hits, depot_hits, larger_hits and misses count requests of
+ * this class; frees, lent, live_blocks and the bytes count blocks of it. */
+struct segread_class {
+	uint32_t cls;      /* global class index */
+	uint64_t capacity; /* bytes of one block of the class */
+	uint64_t requests, hits, depot_hits, larger_hits, misses;
+	uint64_t frees, lent, live_blocks, leased_blocks;
+	uint64_t leased_bytes, idle_bytes;
+};
+
+/* Capacity in bytes of global class index cls (>= 8): four classes per
+ * power of two. */
+static inline uint64_t segread_class_capacity(uint32_t cls)
+{
+	return (uint64_t)(5 + (cls & 3)) << ((cls >> 2) - 2);
+}
+
+/*
+ * The process's size classes that saw any request or hold any block, in
+ * class order, at most max of them (SCRATCH_SEG_MAX_CLASSES always
+ * suffices), from the live and exited thread slots and the process's
+ * class section, read so that a thread is counted once (retried while
+ * proc->seq moves). Returns how many were stored, -ENODATA when the
+ * segment has no class counters, -EAGAIN when a writer stayed inside,
+ * -ENOMEM, -EIO.
+ */
+int segread_classes(const struct segread *s, struct segread_class *ret, uint32_t max);
 
 /* Process totals as segment.h defines them, from a slot snapshot. */
 struct segread_totals {

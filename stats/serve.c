@@ -8,6 +8,8 @@
  *   GET /v1/processes/PID            one process with threads and owners
  *   GET /v1/processes/PID/threads    its thread table
  *   GET /v1/processes/PID/owners     its workspaces, arenas, worker pools
+ *   GET /v1/processes/PID/sizes      its size classes: requests, hits, misses,
+ *                                    idle and leased bytes per class
  *   GET /v1/processes/PID/trace      growths: ?since=SEQ&limit=N, &follow=1
  *                                    streams NDJSON until the process ends
  *   GET /v1/processes/PID/history    sampled totals, oldest first
@@ -243,6 +245,71 @@ json_t *sd_proc_json(const struct sd_proc *p, bool detail)
 	return o;
 }
 
+/* Smallest request a class serves: one byte above the class below. */
+static uint64_t class_low(uint32_t cls)
+{
+	return cls > 8 ? segread_class_capacity(cls - 1) + 1 : 1;
+}
+
+static json_t *class_json(const struct segread_class *k)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "class", json_integer(k->cls));
+	json_object_set_new(o, "size", u64(k->capacity));
+	json_object_set_new(o, "size_min", u64(class_low(k->cls)));
+	json_object_set_new(o, "requests", u64(k->requests));
+	json_object_set_new(o, "hits", u64(k->hits));
+	json_object_set_new(o, "depot_hits", u64(k->depot_hits));
+	json_object_set_new(o, "larger_hits", u64(k->larger_hits));
+	json_object_set_new(
+	        o, "own_class_hits",
+	        u64(k->hits + k->depot_hits -
+	            (k->larger_hits < k->hits + k->depot_hits ? k->larger_hits
+	                                                      : k->hits + k->depot_hits)));
+	json_object_set_new(o, "misses", u64(k->misses));
+	json_object_set_new(o, "hit_rate", hit_rate(k->requests, k->misses));
+	json_object_set_new(o, "frees", u64(k->frees));
+	json_object_set_new(o, "live_blocks", u64(k->live_blocks));
+	json_object_set_new(o, "leased_blocks", u64(k->leased_blocks));
+	json_object_set_new(o, "leased_bytes", u64(k->leased_bytes));
+	json_object_set_new(o, "idle_bytes", u64(k->idle_bytes));
+	return o;
+}
+
+/* The size view: every class in use and their sums, with what the table's
+ * footer needs (min_size, the calls that passed through). */
+static json_t *sizes_json(const struct sd_proc *p)
+{
+	json_t *arr = json_array(), *o;
+	struct segread_class sum = {0};
+
+	for (uint32_t i = 0; i < p->nclasses; i++) {
+		const struct segread_class *k = &p->classes[i];
+
+		json_array_append_new(arr, class_json(k));
+		sum.requests += k->requests;
+		sum.hits += k->hits;
+		sum.depot_hits += k->depot_hits;
+		sum.larger_hits += k->larger_hits;
+		sum.misses += k->misses;
+		sum.frees += k->frees;
+		sum.leased_bytes += k->leased_bytes;
+		sum.idle_bytes += k->idle_bytes;
+	}
+	o = json_pack("{s:i,s:o,s:o,s:b,s:o,s:o}", "pid", p->seg.pid, "min_size",
+	              u64(p->seg.min_size), "max_size", u64(p->seg.max_size), "available",
+	              p->has_classes, "passthrough", u64(p->tot.passthrough), "classes", arr);
+	json_object_set_new(o, "total",
+	                    json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "requests",
+	                              u64(sum.requests), "hits", u64(sum.hits), "depot_hits",
+	                              u64(sum.depot_hits), "larger_hits", u64(sum.larger_hits),
+	                              "misses", u64(sum.misses), "frees", u64(sum.frees),
+	                              "leased_bytes", u64(sum.leased_bytes), "idle_bytes",
+	                              u64(sum.idle_bytes)));
+	return o;
+}
+
 static const char *owner_name(const struct sd_proc *p, uint32_t id)
 {
 	for (uint32_t i = 0; i < p->nowners; i++)
@@ -469,6 +536,55 @@ static void metric_samples(FILE *f, const struct metric *m, const struct sd_proc
 	}
 }
 
+/* Per size class series: one metric family each, a class label (the
+ * class's block size in bytes) beside the process labels. */
+static const struct class_metric {
+	const char *name, *type, *help;
+	size_t off; /* into struct segread_class */
+} class_metrics[] = {
+        {"scratch_class_requests_total", "counter", "Pooled requests of one size class.",
+         offsetof(struct segread_class, requests)},
+        {"scratch_class_cache_hits_total", "counter",
+         "Requests of one size class served by the thread's cache.",
+         offsetof(struct segread_class, hits)},
+        {"scratch_class_depot_hits_total", "counter",
+         "Requests of one size class served by the depot.",
+         offsetof(struct segread_class, depot_hits)},
+        {"scratch_class_larger_hits_total", "counter",
+         "Requests of one size class served by an idle block of a larger class.",
+         offsetof(struct segread_class, larger_hits)},
+        {"scratch_class_growths_total", "counter",
+         "Requests of one size class served with fresh pages.",
+         offsetof(struct segread_class, misses)},
+        {"scratch_class_leased_bytes", "gauge", "Bytes of one size class's blocks lent now.",
+         offsetof(struct segread_class, leased_bytes)},
+        {"scratch_class_idle_bytes", "gauge", "Bytes of one size class's blocks held idle.",
+         offsetof(struct segread_class, idle_bytes)},
+};
+
+static void class_series(FILE *f)
+{
+	for (size_t i = 0; i < sizeof(class_metrics) / sizeof(class_metrics[0]); i++) {
+		const struct class_metric *m = &class_metrics[i];
+
+		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name, m->type);
+		for (const struct sd_proc *p = sd.procs; p != NULL; p = p->next) {
+			const char *base = strrchr(p->seg.exe, '/');
+
+			for (uint32_t k = 0; k < p->nclasses; k++) {
+				const struct segread_class *c = &p->classes[k];
+
+				fprintf(f, "%s{pid=\"%d\",exe=\"", m->name, p->seg.pid);
+				label_value(f, base != NULL ? base + 1 : p->seg.exe);
+				fprintf(f, "\",class=\"%llu\"} %llu\n",
+				        (unsigned long long)c->capacity,
+				        (unsigned long long)*(const uint64_t *)((const char *)c +
+				                                                m->off));
+			}
+		}
+	}
+}
+
 /* The registry's bounds in the Prometheus text (registry_json's facts). */
 static void registry_metrics(FILE *f)
 {
@@ -613,6 +729,7 @@ static char *metrics_text(size_t *ret_len)
 	        "# TYPE scratchd_rejected_segments gauge\n"
 	        "scratchd_rejected_segments %u\n",
 	        live, exited, sd.nrejected);
+	class_series(f);
 	registry_metrics(f);
 	if (fclose(f) != 0) {
 		free(buf);
@@ -880,6 +997,10 @@ static enum MHD_Result route_proc(struct MHD_Connection *c, pid_t pid, const cha
 	}
 	if (strcmp(what, "/history") == 0)
 		return reply_json(c, MHD_HTTP_OK, history_json(p));
+	if (strcmp(what, "/sizes") == 0) {
+		sd_refresh(p);
+		return reply_json(c, MHD_HTTP_OK, sizes_json(p));
+	}
 	if (strcmp(what, "/maps") == 0) {
 		char *m = strdup(p->maps != NULL ? p->maps : "");
 

@@ -1388,6 +1388,122 @@ START_TEST(test_depot_larger_class)
 }
 END_TEST
 
+static void *free_it(void *arg)
+{
+	scratch_release(arg);
+	return NULL;
+}
+
+static struct scratch_class_stats class_stats(size_t size)
+{
+	struct scratch_class_stats k = {.size = sizeof(k)};
+
+	ck_assert_int_eq(scratch_stats_class(size, &k), 0);
+	ck_assert_uint_eq(k.version, SCRATCH_CLASS_STATS_VERSION);
+	ck_assert_uint_eq(k.capacity, scratch_class_size(size));
+	ck_assert_uint_eq(k.requests, k.hits + k.depot_hits + k.misses);
+	return k;
+}
+
+static void expect_class(size_t size, uint64_t requests, uint64_t hits, uint64_t depot,
+                         uint64_t larger, uint64_t misses, uint64_t frees, uint64_t leased,
+                         uint64_t idle)
+{
+	struct scratch_class_stats k = class_stats(size);
+
+	ck_assert_uint_eq(k.requests, requests);
+	ck_assert_uint_eq(k.hits, hits);
+	ck_assert_uint_eq(k.depot_hits, depot);
+	ck_assert_uint_eq(k.larger_hits, larger);
+	ck_assert_uint_eq(k.misses, misses);
+	ck_assert_uint_eq(k.frees, frees);
+	ck_assert_uint_eq(k.leased, leased);
+	ck_assert_uint_eq(k.idle, idle);
+}
+
+/* Every class, smallest first: each count sums to scratch_stats_total's,
+ * and the classes' idle and leased bytes to its retained and leased. */
+static void expect_classes_sum_to_total(void)
+{
+	struct scratch_stats t = total_stats();
+	struct scratch_class_stats sum = {0};
+	size_t lo, hi;
+
+	ck_assert(scratch_range(&lo, &hi));
+	for (size_t size = lo; size <= hi;) {
+		struct scratch_class_stats k = class_stats(size);
+
+		ck_assert_uint_eq(k.min_request, size);
+		sum.requests += k.requests;
+		sum.hits += k.hits;
+		sum.depot_hits += k.depot_hits;
+		sum.misses += k.misses;
+		sum.frees += k.frees;
+		sum.leased += k.leased;
+		sum.idle += k.idle;
+		size = k.capacity + 1;
+	}
+	ck_assert_uint_eq(sum.requests, t.allocs);
+	ck_assert_uint_eq(sum.hits, t.hits);
+	ck_assert_uint_eq(sum.depot_hits, t.depot_hits);
+	ck_assert_uint_eq(sum.misses, t.misses);
+	ck_assert_uint_eq(sum.frees, t.frees);
+	ck_assert_uint_eq(sum.leased, t.leased);
+	ck_assert_uint_eq(sum.idle, t.retained - t.leased);
+}
+
+/*
+ * Per size class counters (scratch_stats_class) through a script of known
+ * requests: a depot hit and a cache hit from larger classes, own-class
+ * hits, growths, a remote free and an exited thread's counters, with the
+ * equations checked after every step.
+ */
+START_TEST(test_class_stats)
+{
+	size_t size = 16 * MIB;
+	struct scratch_class_stats k = {.size = 8};
+	char *a, *b, *c, *q;
+
+	conf_add("decay_ms:0");
+	ck_assert_int_eq(scratch_stats_class(MIB, NULL), -EINVAL);
+	ck_assert_int_eq(scratch_stats_class(MIB, &k), -EINVAL); /* smaller than version 1 */
+	k.size = sizeof(k);
+	ck_assert_int_eq(scratch_stats_class(4 * KIB, &k), -ERANGE); /* below min_size */
+	ck_assert_uint_eq(k.version, SCRATCH_CLASS_STATS_VERSION);
+	ck_assert_uint_eq(k.requests, 0);
+	/* a thread grows 16 MiB and leaves it in the depot; 9 MiB takes it */
+	run_thread(leave_in_depot, &size);
+	q = scratch_acquire(9 * MIB);
+	expect_class(16 * MIB, 1, 0, 0, 0, 1, 1, 16 * MIB, 0);
+	expect_class(9 * MIB, 1, 0, 1, 1, 0, 0, 0, 0);
+	expect_classes_sum_to_total();
+	/* 1 MiB: a growth, then a hit of its own class */
+	a = scratch_acquire(MIB);
+	scratch_release(a);
+	a = scratch_acquire(MIB);
+	expect_class(MIB, 2, 1, 0, 0, 1, 1, MIB, 0);
+	expect_classes_sum_to_total();
+	/* 64 MiB grows; once idle, it serves 40 MiB from the cache */
+	b = scratch_acquire(64 * MIB);
+	scratch_release(b);
+	expect_class(64 * MIB, 1, 0, 0, 0, 1, 1, 0, 64 * MIB);
+	c = scratch_acquire(40 * MIB);
+	ck_assert_ptr_eq(c, b);
+	expect_class(40 * MIB, 1, 1, 0, 1, 0, 0, 0, 0);
+	expect_class(64 * MIB, 1, 0, 0, 0, 1, 1, 64 * MIB, 0); /* lent as a 64 MiB block */
+	expect_classes_sum_to_total();
+	scratch_release(c);
+	expect_class(64 * MIB, 1, 0, 0, 0, 1, 2, 0, 64 * MIB);
+	/* another thread frees a: counted there, the block idle in a's class */
+	run_thread(free_it, a);
+	expect_class(MIB, 2, 1, 0, 0, 1, 2, 0, MIB);
+	expect_classes_sum_to_total();
+	scratch_release(q);
+	expect_class(16 * MIB, 1, 0, 0, 0, 1, 2, 0, 16 * MIB);
+	expect_classes_sum_to_total();
+}
+END_TEST
+
 /*
  * A buffer that grows by an eighth per step, released and acquired again
  * each time (a new tensor per token): after two steps of evidence each new
@@ -1723,6 +1839,7 @@ Suite *pool_suite(void)
 	tcase_add_test(tc, test_reuse_bound);
 	tcase_add_test(tc, test_reuse_bound_conf);
 	tcase_add_test(tc, test_depot_larger_class);
+	tcase_add_test(tc, test_class_stats);
 	tcase_add_test(tc, test_growth_one_block_per_doubling);
 	suite_add_tcase(s, tc);
 

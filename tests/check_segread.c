@@ -1,7 +1,8 @@
 /*
  * check_segread.c - the stats segment reader (stats/segread.c) on segments
  * built in memory: validation, the seqlock and totals contract of
- * segment.h, trace ring wrap, torn and unwritten records.
+ * segment.h, trace ring wrap, torn and unwritten records, the per size
+ * class section and segments of writers older than it.
  */
 #include "config.h"
 
@@ -70,6 +71,13 @@ static void build(void)
 	h->proc_off = off;
 	h->proc_size = (sizeof(struct scratch__proc_counters) + 63) & ~(uint64_t)63;
 	off += h->proc_size;
+	h->classes_off = off;
+	h->classes_size = (sizeof(struct scratch__proc_classes) + 63) & ~(uint64_t)63;
+	h->class_first = SCRATCH__CLS_FIRST;
+	h->class_count = SCRATCH__CLS_COUNT;
+	h->slot_class_off = offsetof(struct scratch_seg_thread, k);
+	h->threads_high = SLOTS;
+	off += h->classes_size;
 	h->threads_off = off;
 	h->thread_slots = SLOTS;
 	h->thread_stride = sizeof(struct scratch_seg_thread);
@@ -89,6 +97,11 @@ static void teardown(void)
 {
 	free(seg);
 	seg = NULL;
+}
+
+static struct scratch__proc_classes *pcls(void)
+{
+	return (struct scratch__proc_classes *)(seg + hdr()->classes_off);
 }
 
 static int open_seg(struct segread *s)
@@ -307,6 +320,196 @@ START_TEST(test_head_backwards)
 }
 END_TEST
 
+#define K(cls) ((cls)-SCRATCH__CLS_FIRST)
+
+/* The class of 1 MiB (index 79) and of 2 MiB (83). */
+#define C1M 79
+#define C2M 83
+
+static const struct segread_class *find_class(const struct segread_class *c, int n, uint32_t cls)
+{
+	for (int i = 0; i < n; i++)
+		if (c[i].cls == cls)
+			return &c[i];
+	return NULL;
+}
+
+/* segment.h's class equations: live and exited slots and the folded
+ * counters add up; a free slot does not count; a request served by a
+ * larger block moves the lease to the block's class (lent_adj wraps). */
+START_TEST(test_classes)
+{
+	struct segread s;
+	struct segread_class c[SCRATCH_SEG_MAX_CLASSES];
+	const struct segread_class *a, *b;
+	int n;
+
+	ck_assert_uint_eq(segread_class_capacity(C1M), 1 << 20);
+	ck_assert_uint_eq(segread_class_capacity(C2M), 2 << 20);
+	/* slot 0: 10 hits and 2 misses of 1 MiB, 9 freed; one 1 MiB request
+	 * served by a 2 MiB block (a larger hit) */
+	slot(0)->state = SCRATCH_SEG_LIVE;
+	slot(0)->k.hits[K(C1M)] = 11;
+	slot(0)->k.misses[K(C1M)] = 2;
+	slot(0)->k.larger_hits[K(C1M)] = 1;
+	slot(0)->k.frees[K(C1M)] = 9;
+	slot(0)->k.lent_adj[K(C1M)] = UINT64_MAX; /* -1 */
+	slot(0)->k.lent_adj[K(C2M)] = 1;
+	/* slot 1 is free: whatever it holds does not count */
+	slot(1)->k.hits[K(C1M)] = 1000;
+	/* slot 2 exited: one 2 MiB miss, still out */
+	slot(2)->state = SCRATCH_SEG_EXITED;
+	slot(2)->k.misses[K(C2M)] = 1;
+	/* folded threads: 5 depot hits of 2 MiB, all freed */
+	pcls()->exited.depot_hits[K(C2M)] = 5;
+	pcls()->exited.frees[K(C2M)] = 5;
+	pcls()->live[K(C1M)] = 4;
+	pcls()->live[K(C2M)] = 3;
+	ck_assert_int_eq(open_seg(&s), 0);
+	ck_assert_uint_eq(s.class_count, SCRATCH__CLS_COUNT);
+	n = segread_classes(&s, c, SCRATCH_SEG_MAX_CLASSES);
+	ck_assert_int_eq(n, 2);
+	a = find_class(c, n, C1M);
+	b = find_class(c, n, C2M);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_uint_lt(a - c, b - c); /* in class order */
+	ck_assert_uint_eq(a->capacity, 1 << 20);
+	ck_assert_uint_eq(a->requests, 13);
+	ck_assert_uint_eq(a->hits, 11);
+	ck_assert_uint_eq(a->larger_hits, 1);
+	ck_assert_uint_eq(a->misses, 2);
+	ck_assert_uint_eq(a->lent, 12);
+	ck_assert_uint_eq(a->leased_blocks, 3);
+	ck_assert_uint_eq(a->leased_bytes, 3 << 20);
+	ck_assert_uint_eq(a->idle_bytes, 1 << 20); /* 4 live, 3 out */
+	ck_assert_uint_eq(b->requests, 6);
+	ck_assert_uint_eq(b->depot_hits, 5);
+	ck_assert_uint_eq(b->lent, 7);
+	ck_assert_uint_eq(b->leased_blocks, 2); /* the larger hit's and the miss's */
+	ck_assert_uint_eq(b->leased_bytes, 4 << 20);
+	ck_assert_uint_eq(b->idle_bytes, 2 << 20);
+	/* room for one: the first class only */
+	ck_assert_int_eq(segread_classes(&s, c, 1), 1);
+	ck_assert_uint_eq(c[0].cls, C1M);
+	/* slots at or above threads_high were never attached: not read */
+	hdr()->threads_high = 1;
+	ck_assert_int_eq(segread_classes(&s, c, SCRATCH_SEG_MAX_CLASSES), 2);
+	a = find_class(c, 2, C2M);
+	ck_assert_uint_eq(a->requests, 5); /* slot 2's miss is not seen */
+	hdr()->threads_high = UINT32_MAX;  /* beyond the table: all of it */
+	ck_assert_int_eq(segread_classes(&s, c, SCRATCH_SEG_MAX_CLASSES), 2);
+	a = find_class(c, 2, C2M);
+	ck_assert_uint_eq(a->requests, 6);
+}
+END_TEST
+
+/* Hostile figures stay figures: more frees than leases, fewer live blocks
+ * than leased ones and huge counts saturate instead of wrapping. */
+START_TEST(test_classes_hostile)
+{
+	struct segread s;
+	struct segread_class c[SCRATCH_SEG_MAX_CLASSES];
+
+	slot(0)->state = SCRATCH_SEG_LIVE;
+	slot(0)->k.misses[K(C1M)] = 1;
+	slot(0)->k.frees[K(C1M)] = 5;
+	slot(0)->k.misses[K(C2M)] = UINT64_MAX / 2;
+	ck_assert_int_eq(open_seg(&s), 0);
+	ck_assert_int_eq(segread_classes(&s, c, SCRATCH_SEG_MAX_CLASSES), 2);
+	ck_assert_uint_eq(c[0].leased_bytes, 0);
+	ck_assert_uint_eq(c[0].idle_bytes, 0);
+	ck_assert_uint_eq(c[1].leased_bytes, UINT64_MAX);
+	ck_assert_uint_eq(c[1].idle_bytes, 0);
+	/* a writer that stays inside its bracket: -EAGAIN, not a torn sum */
+	slot(0)->c.seq = 7;
+	s.retries = 1;
+	ck_assert_int_eq(segread_classes(&s, c, SCRATCH_SEG_MAX_CLASSES), -EAGAIN);
+	slot(0)->c.seq = 8;
+	((struct scratch__proc_counters *)(seg + hdr()->proc_off))->seq = 3;
+	ck_assert_int_eq(segread_classes(&s, c, SCRATCH_SEG_MAX_CLASSES), -EAGAIN);
+}
+END_TEST
+
+/* A writer from before the class counters: a shorter header and thread
+ * slots, no class section. Its segment reads as before, without classes. */
+START_TEST(test_classes_old_writer)
+{
+	struct scratch_seg_header *h = hdr();
+	struct segread s;
+	struct segread_thread t;
+	struct segread_class c[4];
+	uint64_t off;
+
+	h->header_size = offsetof(struct scratch_seg_header, class_first);
+	off = h->header_size;
+	h->proc_off = off;
+	off += h->proc_size;
+	h->threads_off = off;
+	h->thread_stride = offsetof(struct scratch_seg_thread, k);
+	off += SLOTS * h->thread_stride;
+	h->owners_off = off;
+	off += 2 * 192;
+	h->ring_off = off;
+	/* what the old writer has beyond its header: the process counters */
+	memset(seg + h->header_size, 0xa5, sizeof(*h) - h->header_size);
+	memset(seg + h->proc_off, 0, h->proc_size);
+	memset(seg + h->threads_off, 0, SLOTS * h->thread_stride);
+	((struct scratch_seg_thread *)(seg + h->threads_off))->state = SCRATCH_SEG_LIVE;
+	((struct scratch_seg_thread *)(seg + h->threads_off))->c.allocs = 3;
+	ck_assert_int_eq(open_seg(&s), 0);
+	ck_assert_uint_eq(s.class_count, 0);
+	ck_assert_int_eq(segread_classes(&s, c, 4), -ENODATA);
+	ck_assert_int_eq(segread_thread(&s, 0, &t), 0);
+	ck_assert_uint_eq(t.c.allocs, 3);
+	/* shorter still than any version 1 header: refused */
+	h->header_size -= 64;
+	ck_assert_int_eq(open_seg(&s), -EBADMSG);
+}
+END_TEST
+
+/* Each corruption of the class layout is refused with -EBADMSG. */
+START_TEST(test_classes_corrupt)
+{
+	struct scratch_seg_header *h = hdr();
+	struct segread s;
+
+	switch (_i) {
+	case 0:
+		h->class_count = SCRATCH_SEG_MAX_CLASSES + 1;
+		break;
+	case 1:
+		h->class_first = 7;
+		break;
+	case 2:
+		h->class_first = SCRATCH_SEG_MAX_CLASSES - h->class_count + 1;
+		break;
+	case 3:
+		h->slot_class_off = h->thread_stride; /* the arrays past the slot */
+		break;
+	case 4:
+		h->slot_class_off = 8; /* over the slot's own fields */
+		break;
+	case 5:
+		h->slot_class_off += 4; /* misaligned */
+		break;
+	case 6:
+		h->classes_size = 8; /* too small for its arrays */
+		break;
+	case 7:
+		h->classes_off = h->proc_off; /* over the process counters */
+		break;
+	case 8:
+		h->classes_off = h->threads_off; /* over the thread table */
+		break;
+	default:
+		h->classes_off = UINT64_MAX - 8;
+		break;
+	}
+	ck_assert_int_eq(open_seg(&s), -EBADMSG);
+}
+END_TEST
+
 /* Each corruption is refused with -EBADMSG. */
 static void corrupt(int which)
 {
@@ -389,6 +592,9 @@ Suite *segread_suite(void)
 	tcase_add_test(core, test_seqlock);
 	tcase_add_test(core, test_no_ring);
 	tcase_add_test(core, test_pools_off);
+	tcase_add_test(core, test_classes);
+	tcase_add_test(core, test_classes_hostile);
+	tcase_add_test(core, test_classes_old_writer);
 	tcase_add_checked_fixture(limits, build, teardown);
 	tcase_add_test(limits, test_wrap);
 	tcase_add_test(limits, test_torn_and_unwritten);
@@ -396,6 +602,7 @@ Suite *segread_suite(void)
 	tcase_add_checked_fixture(misuse, build, teardown);
 	tcase_add_loop_test(misuse, test_corrupt, 0, 13);
 	tcase_add_test(misuse, test_short_source);
+	tcase_add_loop_test(misuse, test_classes_corrupt, 0, 10);
 	suite_add_tcase(s, core);
 	suite_add_tcase(s, limits);
 	suite_add_tcase(s, misuse);

@@ -26,6 +26,10 @@
  *   churn N    the main thread acquires and releases one block of the same
  *              size N times (one growth when its cache has none, then hits)
  *   remote     the main thread releases worker 0's first held block
+ *   larger     the main thread acquires and releases a block of 2 * --size
+ *              (a growth of worker 1's class), then one of --size, which
+ *              its cache serves from that block (a hit of a larger class in
+ *              worker 0's class), and releases it
  *   fork       fork; the child makes one growth, reports "child PID", exits
  *   arena      (libscratch build only) an arena named "test-arena" with 4 MiB
  *              chunks takes 100000 bytes: one growth owned by the arena
@@ -175,6 +179,14 @@ static void commands(void)
 				main_held[nmain++] = grow_site_main(base_size / 2);
 		} else if (sscanf(line, "churn %u", &n) == 1) {
 			churn(n);
+		} else if (strncmp(line, "larger", 6) == 0) {
+			void *big = grow_site_main(2 * base_size), *small;
+
+			RELEASE(big);
+			small = grow_site_main(base_size);
+			if (small != big)
+				printf("larger: not served by the larger block\n");
+			RELEASE(small);
 		} else if (strncmp(line, "remote", 6) == 0) {
 			if (held[0][0] != NULL)
 				RELEASE(held[0][0]);

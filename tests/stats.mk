@@ -8,7 +8,7 @@ tests_host_stats_LDADD = libscratch.la $(PTHREAD_LIBS)
 check_PROGRAMS += tests/host_stats_tool
 tests_host_stats_tool_SOURCES = tests/host_stats_tool.c
 
-STATS_TESTS = tests/stats_counters.test tests/stats_trace.test tests/stats_lifecycle.test tests/stats_hostile.test tests/stats_shim.test tests/stats_interval.test tests/stats_cli_sites.test tests/stats_cli_trace.test tests/stats_cli_output.test tests/stats_cli_args.test tests/stats_churn.test tests/stats_prometheus.test
+STATS_TESTS = tests/stats_counters.test tests/stats_trace.test tests/stats_lifecycle.test tests/stats_hostile.test tests/stats_shim.test tests/stats_interval.test tests/stats_cli_sites.test tests/stats_cli_trace.test tests/stats_cli_output.test tests/stats_cli_args.test tests/stats_churn.test tests/stats_prometheus.test tests/stats_sizes.test
 TESTS += $(STATS_TESTS)
 EXTRA_DIST += $(STATS_TESTS) tests/stats_lib.sh
 
