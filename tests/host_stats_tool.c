@@ -183,9 +183,11 @@ static int corrupt(const char *in, const char *out, const char *mode)
 	} else if (strcmp(mode, "nokeep") == 0) {
 		h->flags &= ~SCRATCH_SEG_F_KEEP; /* still valid: not kept after exit */
 	} else if (strcmp(mode, "utf8") == 0) {
-		/* still valid: names that are not UTF-8 */
+		/* still valid: names that are not UTF-8; the newest image of its
+		 * pid, the one /metrics shows of the images that share it */
 		struct scratch_seg_thread *t = (struct scratch_seg_thread *)(buf + h->threads_off);
 
+		h->created_ns++;
 		snprintf(h->exe, sizeof(h->exe),
 		         "/x/\xff\xfe"
 		         "bad");
