@@ -1567,7 +1567,7 @@ static void pools_age(unsigned ms)
 /* Threads of this process named name. */
 static int threads_named(const char *name)
 {
-	char path[64], comm[32];
+	char path[300], comm[32];
 	struct dirent *e;
 	DIR *d = opendir("/proc/self/task");
 	int n = 0;
