@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include <stdarg.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -175,4 +176,16 @@ void stats_mask_controls(char *s)
 		}
 	}
 	*o = '\0';
+}
+
+int stats_fail(char *err, size_t errlen, int e, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err != NULL && errlen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -e;
 }

@@ -43,4 +43,9 @@ int stats_proc_start_ticks(pid_t pid, uint64_t *ret_ticks);
  * most max bytes. Returns NULL and sets errno on failure. */
 char *stats_read_file(const char *path, size_t max, size_t *ret_len);
 
+/* Write the reason (printf-style) into err when there is room, and return
+ * -e: the locality modules' one error path. */
+int stats_fail(char *err, size_t errlen, int e, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+
 #endif /* SCRATCH_STATS_COMMON_H */

@@ -41,18 +41,6 @@ struct batch {
 	size_t n;
 };
 
-static int fail(char *err, size_t errlen, int e, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err != NULL && errlen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -e;
-}
-
 /* The value in kB of a "Key:   N kB" line, or -1 when the line is another key. */
 static long long smaps_kb(const char *line, const char *key)
 {
@@ -191,19 +179,20 @@ static int flush(pid_t pid, struct batch *b, struct placement *p, size_t *cap, c
 		int e = errno;
 
 		if (e == ESRCH)
-			return fail(err, errlen, e, "process %d: no such process (gone)", (int)pid);
+			return stats_fail(err, errlen, e, "process %d: no such process (gone)",
+			                  (int)pid);
 		if (e == EPERM || e == EACCES)
-			return fail(err, errlen, EPERM,
-			            "process %d: not allowed to read its page placement "
-			            "(another user's process: needs its uid or CAP_SYS_NICE)",
-			            (int)pid);
-		return fail(err, errlen, e, "move_pages: %s", strerror(e));
+			return stats_fail(err, errlen, EPERM,
+			                  "process %d: not allowed to read its page placement "
+			                  "(another user's process: needs its uid or CAP_SYS_NICE)",
+			                  (int)pid);
+		return stats_fail(err, errlen, e, "move_pages: %s", strerror(e));
 	}
 	p->queries += b->n;
 	for (size_t i = 0; i < b->n; i++)
 		if (push_run(p, cap, (uintptr_t)b->addr[i], b->bytes[i],
 		             status_node(b->status[i])) != 0)
-			return fail(err, errlen, ENOMEM, "out of memory");
+			return stats_fail(err, errlen, ENOMEM, "out of memory");
 	b->n = 0;
 	return 0;
 }
@@ -239,12 +228,12 @@ int placement_read(pid_t pid, uintptr_t addr, size_t len, unsigned flags, struct
 	int r = 0;
 
 	if (len == 0 || addr + len < addr || addr + len + page - 1 < addr + len)
-		return fail(err, errlen, EINVAL, "empty or wrapping range");
+		return stats_fail(err, errlen, EINVAL, "empty or wrapping range");
 	hi = (addr + len + page - 1) & ~(uintptr_t)(page - 1);
 	b = malloc(sizeof(*b));
 	if (b == NULL || (spans = calloc(1, sizeof(*spans))) == NULL) {
 		free(b);
-		return fail(err, errlen, ENOMEM, "out of memory");
+		return stats_fail(err, errlen, ENOMEM, "out of memory");
 	}
 	b->n = 0;
 	if (flags & PLACEMENT_HUGE)
