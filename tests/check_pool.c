@@ -166,15 +166,8 @@ START_TEST(test_orphan_threads)
 END_TEST
 
 /* ThreadSanitizer finishes a thread in glibc's last destructor round, where
- * the next case still runs code: not something it supports. */
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
-
+ * the next case still runs code: not something it supports (UNDER_TSAN:
+ * suites.h). */
 #ifndef UNDER_TSAN
 /* A thread whose first pool call comes late in its exit: from a key
  * destructor that glibc calls in its second round (the first round only
