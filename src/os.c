@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
+#include <linux/mempolicy.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -149,6 +150,41 @@ void scratch__os_getcpu(int *ret_cpu, int *ret_node)
 		*ret_node = -1;
 	}
 	errno = saved;
+}
+
+void scratch__os_nodes(unsigned *ret_count, unsigned *ret_span)
+{
+	/* 1024 bits: Debian's MAX_NUMNODES; the kernel wants at least its
+	 * nr_node_ids, and clears what it does not use */
+	unsigned long mask[1024 / (8 * sizeof(unsigned long))];
+	unsigned count = 0, span = 0;
+	int saved = errno;
+
+	if (syscall(SYS_get_mempolicy, NULL, mask, 8 * sizeof(mask), NULL, MPOL_F_MEMS_ALLOWED) !=
+	    0) {
+		*ret_count = 1;
+		*ret_span = 1;
+		errno = saved;
+		return;
+	}
+	for (unsigned i = 0; i < 8 * sizeof(mask); i++)
+		if ((mask[i / (8 * sizeof(long))] >> (i % (8 * sizeof(long)))) & 1) {
+			count++;
+			span = i + 1;
+		}
+	*ret_count = count > 0 ? count : 1;
+	*ret_span = span > 0 ? span : 1;
+	errno = saved;
+}
+
+bool scratch__os_page_nodes(void **pages, unsigned n, int *ret_status)
+{
+	int saved = errno;
+	/* nodes NULL: move_pages(2) only reports, it never moves or faults */
+	long rc = syscall(SYS_move_pages, 0, (unsigned long)n, pages, NULL, ret_status, 0);
+
+	errno = saved;
+	return rc == 0;
 }
 
 pid_t scratch__os_gettid(void)
