@@ -158,6 +158,12 @@ SCRATCH_HIDDEN void scratch__os_nodes(unsigned *ret_count, unsigned *ret_span);
  * or -ENOENT / -EFAULT: not present), from move_pages(2) with nodes NULL,
  * which reports and never faults a page in. False when the call fails. */
 SCRATCH_HIDDEN bool scratch__os_page_nodes(void **pages, unsigned n, int *ret_status);
+/* The CPUs thread tid may run on (sched_getaffinity(2)) into ret_mask,
+ * words of 64 CPUs; false when the call fails. */
+SCRATCH_HIDDEN bool scratch__os_affinity(pid_t tid, uint64_t *ret_mask, size_t words);
+/* The CPUs of NUMA node node into ret_mask (sysfs's cpulist: an open, a
+ * read and a close); false when it cannot be read or does not fit. */
+SCRATCH_HIDDEN bool scratch__os_node_cpus(unsigned node, uint64_t *ret_mask, size_t words);
 /* Has thread tid of this process ended (tgkill says ESRCH)? Keeps errno. */
 SCRATCH_HIDDEN bool scratch__os_thread_gone(pid_t tid);
 SCRATCH_HIDDEN unsigned scratch__os_ncpu(void);

@@ -12,6 +12,8 @@
 #include <linux/membarrier.h>
 #include <linux/mempolicy.h>
 #include <sched.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -185,6 +187,69 @@ bool scratch__os_page_nodes(void **pages, unsigned n, int *ret_status)
 
 	errno = saved;
 	return rc == 0;
+}
+
+bool scratch__os_affinity(pid_t tid, uint64_t *ret_mask, size_t words)
+{
+	int saved = errno;
+	long rc;
+
+	memset(ret_mask, 0, words * sizeof(uint64_t));
+	/* the raw call: glibc's wrapper takes a cpu_set_t of its own size */
+	rc = syscall(SYS_sched_getaffinity, tid, words * sizeof(uint64_t), ret_mask);
+	errno = saved;
+	return rc > 0;
+}
+
+/* Parse a sysfs CPU list ("0-3,8,10-11\n") into mask (words of 64 CPUs).
+ * False on a CPU beyond the mask or text that is not a list. */
+static bool parse_cpulist(const char *s, uint64_t *mask, size_t words)
+{
+	unsigned long lo, hi;
+	char *end;
+
+	while (*s != '\0' && *s != '\n') {
+		lo = hi = strtoul(s, &end, 10);
+		if (end == s)
+			return false;
+		if (*end == '-') {
+			s = end + 1;
+			hi = strtoul(s, &end, 10);
+			if (end == s || hi < lo)
+				return false;
+		}
+		if (hi >= words * 64)
+			return false;
+		for (unsigned long c = lo; c <= hi; c++)
+			mask[c / 64] |= UINT64_C(1) << (c % 64);
+		s = *end == ',' ? end + 1 : end;
+	}
+	return true;
+}
+
+bool scratch__os_node_cpus(unsigned node, uint64_t *ret_mask, size_t words)
+{
+	char path[64], buf[1024];
+	size_t pos = 0;
+	ssize_t n;
+	int fd, saved = errno;
+	bool ok;
+
+	memset(ret_mask, 0, words * sizeof(uint64_t));
+	scratch__fmt_str(path, sizeof(path), &pos, "/sys/devices/system/node/node");
+	scratch__fmt_u64(path, sizeof(path), &pos, node);
+	scratch__fmt_str(path, sizeof(path), &pos, "/cpulist");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	ok = n > 0;
+	if (ok) {
+		buf[n] = '\0';
+		ok = parse_cpulist(buf, ret_mask, words);
+	}
+	errno = saved;
+	return ok;
 }
 
 pid_t scratch__os_gettid(void)

@@ -59,9 +59,11 @@
  * pages it faults where it runs. A thread's cache checks its node on
  * each slow-path acquire; once its thread has moved, its idle blocks go
  * to the depot (to the node they sit on) and it refills where it is now.
- * A thread whose every request hits its own bin notices at its next
- * miss: the fast paths read no node. With one node there is one list
- * and none of this runs.
+ * The fast paths read no node, so a thread whose every request hits its
+ * own bin would not notice; the decay thread's passes look for those
+ * (tc_evict_moved): a thread whose affinity no longer holds a CPU of its
+ * cache's node loses its idle blocks to the depot, and its next request
+ * misses. With one node there is one list and none of this runs.
  *
  * Decay: an idle block's pages go back to the OS once it has been idle for
  * decay_ms (10 s by default, jemalloc's dirty_decay_ms); its address and
@@ -113,6 +115,7 @@
 
 #define DEPOT_NODES 64 /* per_node: node ids below this get depot lists of their own */
 #define NODE_VOTES  8  /* pages of a block read for its node */
+#define CPU_WORDS   16 /* per_node: the decay thread knows the nodes of CPUs below 1024 */
 
 enum blk_state { BLK_NONE, BLK_LEASED, BLK_CACHED, BLK_REMOTE, BLK_DEPOT, BLK_EMPTY };
 enum tc_state { TC_FREE, TC_LIVE, TC_ZOMBIE, TC_FORKED };
@@ -1328,7 +1331,9 @@ static void depot_cut(uint64_t now, uint32_t *list)
 		unsigned bin = g.cls_base + i % g.nbins;
 		uint32_t *link = &g.depot_head[i / g.nbins][bin], id, next;
 
-		while (*link != 0 && now - g.blk[*link].stamp < g.conf.decay_ms)
+		/* stamp + decay_ms, not now - stamp: a block put after the
+		 * pass read its clock is newer than now */
+		while (*link != 0 && g.blk[*link].stamp + g.conf.decay_ms > now)
 			link = &g.blk[*link].next;
 		id = *link;
 		*link = 0;
@@ -1383,6 +1388,8 @@ static struct {
 	bool parked;          /* under g.lock */
 	int barrier;          /* membarrier registered: 0 unknown, 1 yes, -1 no */
 	uint64_t next_ms;     /* inline passes: not before */
+	bool cpus_known;      /* per_node: node_cpus read, by the decay thread alone */
+	uint64_t node_cpus[DEPOT_NODES][CPU_WORDS];
 } dk = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 enum { DK_NONE, DK_RUNNING, DK_INLINE };
@@ -1428,6 +1435,77 @@ static bool caches_worth_a_pass(uint64_t now)
 	return false;
 }
 
+/* per_node: the CPUs of each node, for the passes' look for moved
+ * threads; read once, by the decay thread (never in a call of the host's).
+ * A node that cannot be read keeps no CPU: its threads are never moved. */
+static void node_cpus_load(void)
+{
+	for (unsigned n = 0; n < g.nodes; n++)
+		if (scratch__os_node_cpus(n, dk.node_cpus[n], CPU_WORDS))
+			dk.cpus_known = true;
+}
+
+/* per_node: may tc's thread no longer run on the node its cache was on at
+ * its last slow path (its affinity holds none of that node's CPUs, as
+ * after a sched_setaffinity to another node), while the cache holds idle
+ * blocks? A racy look unless tc's thread is outside its bins. */
+static bool tc_moved(struct tcache *tc)
+{
+	uint32_t node1 = __atomic_load_n(&tc->node1, __ATOMIC_RELAXED);
+	uint64_t mask[CPU_WORDS], any = 0;
+
+	if (!dk.cpus_known || node1 == 0 ||
+	    __atomic_load_n(&tc->cached_bytes, __ATOMIC_RELAXED) == 0 ||
+	    !scratch__os_affinity(tc->tid, mask, CPU_WORDS))
+		return false;
+	for (unsigned w = 0; w < CPU_WORDS; w++) {
+		if (mask[w] & dk.node_cpus[node1 - 1][w])
+			return false;
+		any |= dk.node_cpus[node1 - 1][w];
+	}
+	return any != 0;
+}
+
+/* Does a live cache belong to a thread that moved off its node? A racy
+ * look, as caches_worth_a_pass(). Under g.lock. */
+static bool caches_moved(void)
+{
+	for (uint32_t i = 0; i < g.tcs_used && dk.cpus_known; i++)
+		if (g.tcs[i].state == TC_LIVE && !g.tcs[i].reclaiming && tc_moved(&g.tcs[i]))
+			return true;
+	return false;
+}
+
+static uint32_t bin_pop(struct tcache *tc, unsigned b);
+
+/*
+ * A pass in the cache of a thread that moved off its node (tc_moved): its
+ * idle blocks would serve that node's pages for as long as its requests
+ * hit. They go to the depot, each to the list of its pages' node (beyond
+ * the depot's room, onto the pass's list to decay), so its next request
+ * misses and its slow path refills where it runs. Credited as a pass
+ * credits (decayed_bytes). Under g.lock, which stays held.
+ */
+static void tc_evict_moved(struct tcache *tc, uint32_t *list)
+{
+	uint64_t out = 0;
+
+	if (!tc_moved(tc))
+		return;
+	for (unsigned bin = g.cls_base; bin < g.cls_base + g.nbins; bin++)
+		while (tc->bins[bin].head != 0) {
+			uint32_t id = bin_pop(tc, bin);
+
+			out += g.cls_size[bin];
+			if (g.proc->depot_bytes + g.cls_size[bin] <= g.conf.depot_bytes)
+				depot_put(id); /* room: no madvise, g.lock kept */
+			else
+				list_push(list, id);
+		}
+	if (out != 0)
+		__atomic_fetch_add(&tc->c->decayed_bytes, out, __ATOMIC_RELEASE);
+}
+
 /* Is tc's thread outside its bins? Read after the membarrier. */
 static bool tc_outside(struct tcache *tc)
 {
@@ -1439,7 +1517,7 @@ static bool tc_outside(struct tcache *tc)
  * outside its bins) is entered without the gate. */
 static void decay_caches(uint64_t now, struct tcache *self, uint32_t *list)
 {
-	bool enter = decay_may_enter() && caches_worth_a_pass(now);
+	bool enter = decay_may_enter() && (caches_worth_a_pass(now) || caches_moved());
 
 	if (enter) {
 		gate_raise();
@@ -1451,8 +1529,11 @@ static void decay_caches(uint64_t now, struct tcache *self, uint32_t *list)
 
 		if (tc->state != TC_LIVE || tc->reclaiming)
 			continue;
-		if (tc == self || (enter && tc_outside(tc)))
+		if (tc == self || (enter && tc_outside(tc))) {
 			tc_decay(tc, now, list);
+			if (tc != self)
+				tc_evict_moved(tc, list);
+		}
 		mark_take(tc, now);
 	}
 	if (__atomic_load_n(&g.gate, __ATOMIC_RELAXED))
@@ -1494,6 +1575,8 @@ static void *decay_main(void *arg)
 {
 	(void)arg;
 	prctl(PR_SET_NAME, "scratch-decay", 0, 0, 0);
+	if (g.nodes > 1)
+		node_cpus_load();
 	for (;;) {
 		uint64_t live;
 
@@ -1787,7 +1870,7 @@ static void tc_follow_node(struct tcache *tc)
 		tc_flush_locked(tc);
 		pthread_mutex_unlock(&g.lock);
 	}
-	tc->node1 = now;
+	__atomic_store_n(&tc->node1, now, __ATOMIC_RELAXED); /* a pass reads it (tc_moved) */
 }
 
 /* tc's block for a request of size (class bin), in order: its own bin, its

@@ -14,6 +14,16 @@
  *       cache keeps it), pins itself to CPU 1 and acquires 3/4 of MIB MiB
  *       (a class below: a slow-path request its idle block could serve),
  *       and writes it all
+ *   host_numa_depot repin MIB
+ *       a thread on CPU 0 acquires MIB MiB, writes it, releases it (its
+ *       cache keeps it) and pins itself to CPU 1, where it makes no call
+ *       that could notice; the main thread starts the decay thread (a
+ *       slow-path acquire of 64 KiB once the pools are 1.2 s old); the
+ *       thread waits (at most 3 s) for a pass to take its idle block, says
+ *       whether one did ("repinned evicted=0|1"), then acquires MIB MiB
+ *       again (a hit of its own bin, unless the block was taken) and
+ *       writes it all. Run it with decay_ms:4000: a pass each second, and
+ *       no block idle long enough to decay meanwhile
  *   host_numa_depot cost
  *       ns per call of getcpu, move_pages of 1 and of 8 pages, and
  *       get_mempolicy(MPOL_F_NODE|MPOL_F_ADDR) of one page; then, for an
@@ -50,6 +60,7 @@
 
 static size_t size;
 static void *first_block;
+static int repinned; /* the repin thread is on CPU 1 */
 
 static void die(const char *what)
 {
@@ -158,6 +169,48 @@ static void *mover(void *arg)
 	return NULL;
 }
 
+static void *repin(void *arg)
+{
+	struct scratch_stats t;
+	char *p;
+	int i;
+
+	(void)arg;
+	first_block = use("pinned", 0, size);
+	scratch_release(first_block); /* cached: only a pass can take it */
+	pin(1);
+	__atomic_store_n(&repinned, 1, __ATOMIC_RELEASE);
+	for (i = 0; i < 300; i++) {
+		if (scratch_stats_thread(&t) != 0)
+			die("scratch_stats_thread");
+		if (t.retained == 0)
+			break;
+		usleep(10000);
+	}
+	printf("repinned evicted=%d\n", i < 300);
+	p = use("repinned", 1, size);
+	scratch_release(p);
+	return NULL;
+}
+
+static double now_ns(void);
+
+/* The repin case's main thread: the decay thread starts at its slow-path
+ * acquire once the pools are 1.2 s old (they were born before t0). */
+static void start_decay(double t0)
+{
+	void *p;
+
+	while (!__atomic_load_n(&repinned, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	while (now_ns() - t0 < 1.2e9)
+		usleep(10000);
+	p = scratch_acquire(64 << 10);
+	if (p == NULL)
+		die("scratch_acquire");
+	scratch_release(p);
+}
+
 static void run(void *(*fn)(void *))
 {
 	pthread_t t;
@@ -250,12 +303,20 @@ int main(int argc, char **argv)
 		run(again_on_0);
 	} else if (strcmp(argv[1], "migrate") == 0) {
 		run(mover);
+	} else if (strcmp(argv[1], "repin") == 0) {
+		double t0 = now_ns();
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, repin, NULL) != 0)
+			die("pthread_create");
+		start_decay(t0);
+		pthread_join(t, NULL);
 	} else {
 		goto usage;
 	}
 	return 0;
 usage:
-	fprintf(stderr, "usage: host_numa_depot handover|migrate MIB\n"
+	fprintf(stderr, "usage: host_numa_depot handover|migrate|repin MIB\n"
 	                "       host_numa_depot cost\n");
 	return 2;
 }
