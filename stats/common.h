@@ -48,4 +48,9 @@ char *stats_read_file(const char *path, size_t max, size_t *ret_len);
 int stats_fail(char *err, size_t errlen, int e, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
 
+/* One line "PROG: message" on stderr, every control character of the
+ * message masked (stats_mask_controls): lines carry names from segments,
+ * the command line and the daemon's answers. Cut at 4 KiB. */
+void stats_log(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif /* SCRATCH_STATS_COMMON_H */

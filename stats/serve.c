@@ -24,6 +24,9 @@
 #include "config.h"
 
 #include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <pthread.h>
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -36,12 +39,13 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "scratchd.h"
+#include "registry.h"
+#include "serve.h"
 
 static struct MHD_Daemon *unix_daemon, *tcp_daemon;
-static unsigned followers; /* open follow streams, under sd.lock */
+static unsigned followers; /* open follow streams, under the registry's lock */
 
-const char *sd_owner_kind(uint32_t kind)
+static const char *owner_kind(uint32_t kind)
 {
 	switch (kind) {
 	case SCRATCH__OWNER_ARENA:
@@ -53,29 +57,6 @@ const char *sd_owner_kind(uint32_t kind)
 	default:
 		return "unknown";
 	}
-}
-
-struct sd_proc *sd_find(pid_t pid)
-{
-	struct sd_proc *best = NULL;
-
-	for (struct sd_proc *p = sd.procs; p != NULL; p = p->next) {
-		if (p->seg.pid != pid)
-			continue;
-		if (p->live)
-			return p;
-		if (best == NULL || p->exit_ns > best->exit_ns)
-			best = p;
-	}
-	return best;
-}
-
-static struct sd_proc *find_by_file(const char *file)
-{
-	for (struct sd_proc *p = sd.procs; p != NULL; p = p->next)
-		if (strcmp(p->file, file) == 0)
-			return p;
-	return NULL;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -153,7 +134,7 @@ static json_t *owner_json(const struct segread_owner *w)
 	json_t *o = json_object();
 
 	json_object_set_new(o, "id", json_integer(w->id));
-	json_object_set_new(o, "kind", json_string(sd_owner_kind(w->kind)));
+	json_object_set_new(o, "kind", json_string(owner_kind(w->kind)));
 	json_object_set_new(o, "name", text(w->name));
 	json_object_set_new(o, "state",
 	                    json_string(w->state == SCRATCH_SEG_LIVE ? "live" : "gone"));
@@ -187,7 +168,7 @@ static void set_totals(json_t *o, const struct segread_totals *t)
 	json_object_set_new(o, "hit_rate", hit_rate(t->allocs, t->misses));
 }
 
-json_t *sd_proc_json(const struct sd_proc *p, bool detail)
+static json_t *proc_json(const struct registry_proc *p, bool detail)
 {
 	json_t *o = json_object(), *tr = json_object();
 
@@ -279,7 +260,7 @@ static json_t *class_json(const struct segread_class *k)
 
 /* The size view: every class in use and their sums, with what the table's
  * footer needs (min_size, the calls that passed through). */
-static json_t *sizes_json(const struct sd_proc *p)
+static json_t *sizes_json(const struct registry_proc *p)
 {
 	json_t *arr = json_array(), *o;
 	struct segread_class sum = {0};
@@ -310,7 +291,7 @@ static json_t *sizes_json(const struct sd_proc *p)
 	return o;
 }
 
-static const char *owner_name(const struct sd_proc *p, uint32_t id)
+static const char *owner_name(const struct registry_proc *p, uint32_t id)
 {
 	for (uint32_t i = 0; i < p->nowners; i++)
 		if (p->owners[i].id == id)
@@ -318,7 +299,7 @@ static const char *owner_name(const struct sd_proc *p, uint32_t id)
 	return NULL;
 }
 
-static json_t *record_json(const struct sd_proc *p, const struct segread_record *r)
+static json_t *record_json(const struct registry_proc *p, const struct segread_record *r)
 {
 	json_t *o = json_object(), *f = json_array();
 	const char *on = r->owner != 0 ? owner_name(p, r->owner) : NULL;
@@ -339,13 +320,13 @@ static json_t *record_json(const struct sd_proc *p, const struct segread_record 
 }
 
 /* The i-th kept record (0: oldest). */
-static const struct segread_record *kept(const struct sd_proc *p, uint32_t i)
+static const struct segread_record *kept(const struct registry_proc *p, uint32_t i)
 {
 	return &p->trace[(p->trace_pos + i) % p->trace_cap];
 }
 
 /* Index of the first kept record with seq >= since. */
-static uint32_t kept_from(const struct sd_proc *p, uint64_t since)
+static uint32_t kept_from(const struct registry_proc *p, uint64_t since)
 {
 	uint32_t lo = 0, hi = p->trace_len;
 
@@ -360,7 +341,7 @@ static uint32_t kept_from(const struct sd_proc *p, uint64_t since)
 	return lo;
 }
 
-static json_t *trace_json(const struct sd_proc *p, uint64_t since, uint64_t limit)
+static json_t *trace_json(const struct registry_proc *p, uint64_t since, uint64_t limit)
 {
 	json_t *o = json_object(), *a = json_array();
 	uint64_t next = since;
@@ -382,13 +363,13 @@ static json_t *trace_json(const struct sd_proc *p, uint64_t since, uint64_t limi
 	return o;
 }
 
-static json_t *history_json(const struct sd_proc *p)
+static json_t *history_json(const struct registry_proc *p)
 {
 	json_t *o = json_object(), *a = json_array();
 
 	for (uint32_t i = 0; i < p->hist_len; i++) {
 		uint32_t at = (p->hist_pos + p->hist_cap - p->hist_len + i) % p->hist_cap;
-		const struct sd_sample *s = &p->hist[at];
+		const struct registry_sample *s = &p->hist[at];
 		json_t *e = json_object();
 
 		json_object_set_new(e, "time_ns", u64(s->t_ns));
@@ -397,7 +378,7 @@ static json_t *history_json(const struct sd_proc *p)
 		json_array_append_new(a, e);
 	}
 	json_object_set_new(o, "pid", json_integer(p->seg.pid));
-	json_object_set_new(o, "interval_ms", u64(sd.interval_ms));
+	json_object_set_new(o, "interval_ms", u64(registry_conf()->interval_ms));
 	json_object_set_new(o, "samples", a);
 	return o;
 }
@@ -406,26 +387,30 @@ static json_t *history_json(const struct sd_proc *p)
  * exited entries against their cap, and what was let go. */
 static json_t *registry_json(void)
 {
+	struct registry_counts n;
+
+	registry_counts(&n);
 	return json_pack("{s:o,s:o,s:o,s:i,s:i,s:o,s:o,s:o,s:{s:o,s:o}}", "memory_budget",
-	                 u64(sd.budget), "memory_used", u64(sd.mem_used), "memory_peak",
-	                 u64(sd.mem_peak), "max_exited", (int)sd.max_exited, "exited",
-	                 (int)sd.nexited, "evicted_max_exited", u64(sd.evicted_cap),
-	                 "evicted_memory_budget", u64(sd.evicted_budget), "refused",
-	                 u64(sd.refused), "dropped", "history_samples", u64(sd.hist_dropped),
-	                 "trace_records", u64(sd.trace_dropped));
+	                 u64(n.budget), "memory_used", u64(n.mem_used), "memory_peak",
+	                 u64(n.mem_peak), "max_exited", (int)n.max_exited, "exited", (int)n.exited,
+	                 "evicted_max_exited", u64(n.evicted_cap), "evicted_memory_budget",
+	                 u64(n.evicted_budget), "refused", u64(n.refused), "dropped",
+	                 "history_samples", u64(n.hist_dropped), "trace_records",
+	                 u64(n.trace_dropped));
 }
 
 static json_t *processes_json(void)
 {
 	json_t *o = json_object(), *a = json_array(), *r = json_array();
+	uint32_t i = 0;
 
-	for (struct sd_proc *p = sd.procs; p != NULL; p = p->next)
-		json_array_append_new(a, sd_proc_json(p, false));
-	for (uint32_t i = 0; i < sd.nrejected; i++)
-		json_array_append_new(r, json_pack("{s:o,s:o}", "file", text(sd.rejected[i].file),
-		                                   "error", text(sd.rejected[i].error)));
+	for (struct registry_proc *p = registry_next(NULL); p != NULL; p = registry_next(p))
+		json_array_append_new(a, proc_json(p, false));
+	for (const struct registry_rejected *x; (x = registry_rejected(i)) != NULL; i++)
+		json_array_append_new(
+		        r, json_pack("{s:o,s:o}", "file", text(x->file), "error", text(x->error)));
 	json_object_set_new(o, "protocol", json_integer(STATS_PROTOCOL));
-	json_object_set_new(o, "run_dir", json_string(sd.run_dir));
+	json_object_set_new(o, "run_dir", json_string(registry_run_dir()));
 	json_object_set_new(o, "processes", a);
 	json_object_set_new(o, "rejected", r);
 	json_object_set_new(o, "registry", registry_json());
@@ -458,7 +443,7 @@ static void label_value(FILE *f, const char *s)
 	}
 }
 
-static void proc_labels(FILE *f, const struct sd_proc *p)
+static void proc_labels(FILE *f, const struct registry_proc *p)
 {
 	const char *base = strrchr(p->seg.exe, '/');
 
@@ -514,7 +499,7 @@ static const struct metric metrics[] = {
            "Bytes one thread has lent, less what other threads freed back.", leased),
 };
 
-static void metric_samples(FILE *f, const struct metric *m, const struct sd_proc *p)
+static void metric_samples(FILE *f, const struct metric *m, const struct registry_proc *p)
 {
 	if (m->src == M_TOTAL) {
 		proc_labels(f, p);
@@ -568,7 +553,8 @@ static void class_series(FILE *f)
 		const struct class_metric *m = &class_metrics[i];
 
 		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name, m->type);
-		for (const struct sd_proc *p = sd.procs; p != NULL; p = p->next) {
+		for (const struct registry_proc *p = registry_next(NULL); p != NULL;
+		     p = registry_next(p)) {
 			const char *base = strrchr(p->seg.exe, '/');
 
 			for (uint32_t k = 0; k < p->nclasses; k++) {
@@ -588,6 +574,9 @@ static void class_series(FILE *f)
 /* The registry's bounds in the Prometheus text (registry_json's facts). */
 static void registry_metrics(FILE *f)
 {
+	struct registry_counts n;
+
+	registry_counts(&n);
 	fprintf(f,
 	        "# HELP scratchd_memory_bytes Bytes scratchd keeps for processes.\n"
 	        "# TYPE scratchd_memory_bytes gauge\n"
@@ -608,17 +597,17 @@ static void registry_metrics(FILE *f)
 	        "# HELP scratchd_dropped_records_total Trace records dropped for the budget.\n"
 	        "# TYPE scratchd_dropped_records_total counter\n"
 	        "scratchd_dropped_records_total %llu\n",
-	        (unsigned long long)sd.mem_used, (unsigned long long)sd.budget,
-	        (unsigned long long)sd.evicted_cap, (unsigned long long)sd.evicted_budget,
-	        (unsigned long long)sd.refused, (unsigned long long)sd.hist_dropped,
-	        (unsigned long long)sd.trace_dropped);
+	        (unsigned long long)n.mem_used, (unsigned long long)n.budget,
+	        (unsigned long long)n.evicted_cap, (unsigned long long)n.evicted_budget,
+	        (unsigned long long)n.refused, (unsigned long long)n.hist_dropped,
+	        (unsigned long long)n.trace_dropped);
 }
 
 /* Newest first within a pid. */
 static int image_cmp(const void *a, const void *b)
 {
-	const struct sd_proc *x = *(const struct sd_proc *const *)a;
-	const struct sd_proc *y = *(const struct sd_proc *const *)b;
+	const struct registry_proc *x = *(const struct registry_proc *const *)a;
+	const struct registry_proc *y = *(const struct registry_proc *const *)b;
 
 	if (x->seg.pid != y->seg.pid)
 		return x->seg.pid < y->seg.pid ? -1 : 1;
@@ -634,19 +623,19 @@ static int image_cmp(const void *a, const void *b)
  * labels in one scrape make Prometheus keep the first and drop the other,
  * the live one. Returns a malloc'd array (the caller frees it) of *ret_n
  * entries, or NULL with *ret_n = 0 when there are no processes or no
- * memory. The caller holds sd.lock.
+ * memory. The caller holds the registry's lock.
  */
-static const struct sd_proc **metric_procs(size_t *ret_n)
+static const struct registry_proc **metric_procs(size_t *ret_n)
 {
-	const struct sd_proc **v;
+	const struct registry_proc **v;
 	size_t n = 0, k = 0;
 
 	*ret_n = 0;
-	for (const struct sd_proc *p = sd.procs; p != NULL; p = p->next)
+	for (const struct registry_proc *p = registry_next(NULL); p != NULL; p = registry_next(p))
 		n++;
 	if (n == 0 || (v = malloc(n * sizeof(*v))) == NULL)
 		return NULL;
-	for (const struct sd_proc *p = sd.procs; p != NULL; p = p->next)
+	for (const struct registry_proc *p = registry_next(NULL); p != NULL; p = registry_next(p))
 		v[k++] = p;
 	qsort(v, n, sizeof(*v), image_cmp);
 	k = 0;
@@ -659,8 +648,8 @@ static const struct sd_proc **metric_procs(size_t *ret_n)
 
 /* One sample per process of a family that proc_labels labels. */
 static void proc_family(FILE *f, const char *name, const char *type, const char *help,
-                        const struct sd_proc **v, size_t n,
-                        unsigned long long (*value)(const struct sd_proc *))
+                        const struct registry_proc **v, size_t n,
+                        unsigned long long (*value)(const struct registry_proc *))
 {
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 	for (size_t k = 0; k < n; k++) {
@@ -670,17 +659,17 @@ static void proc_family(FILE *f, const char *name, const char *type, const char 
 	}
 }
 
-static unsigned long long proc_up(const struct sd_proc *p)
+static unsigned long long proc_up(const struct registry_proc *p)
 {
 	return p->live ? 1 : 0;
 }
 
-static unsigned long long proc_drained(const struct sd_proc *p)
+static unsigned long long proc_drained(const struct registry_proc *p)
 {
 	return p->drained;
 }
 
-static unsigned long long proc_lost(const struct sd_proc *p)
+static unsigned long long proc_lost(const struct registry_proc *p)
 {
 	return p->lost;
 }
@@ -689,14 +678,14 @@ static char *metrics_text(size_t *ret_len)
 {
 	char *buf = NULL;
 	FILE *f = open_memstream(&buf, ret_len);
-	uint32_t live = 0, exited = 0;
+	struct registry_counts cnt;
 	size_t n;
-	const struct sd_proc **v;
+	const struct registry_proc **v;
 
 	if (f == NULL)
 		return NULL;
 	v = metric_procs(&n);
-	if (v == NULL && sd.procs != NULL) {
+	if (v == NULL && registry_next(NULL) != NULL) {
 		fclose(f);
 		free(buf);
 		return NULL;
@@ -718,8 +707,7 @@ static char *metrics_text(size_t *ret_len)
 	proc_family(f, "scratch_trace_lost_records_total", "counter",
 	            "Growth records lost to ring wrap.", v, n, proc_lost);
 	free(v);
-	for (const struct sd_proc *p = sd.procs; p != NULL; p = p->next)
-		*(p->live ? &live : &exited) += 1;
+	registry_counts(&cnt);
 	fprintf(f,
 	        "# HELP scratchd_processes Processes scratchd knows.\n"
 	        "# TYPE scratchd_processes gauge\n"
@@ -728,7 +716,7 @@ static char *metrics_text(size_t *ret_len)
 	        "# HELP scratchd_rejected_segments Segment files refused as invalid.\n"
 	        "# TYPE scratchd_rejected_segments gauge\n"
 	        "scratchd_rejected_segments %u\n",
-	        live, exited, sd.nrejected);
+	        cnt.live, cnt.exited, cnt.rejected);
 	class_series(f);
 	registry_metrics(f);
 	if (fclose(f) != 0) {
@@ -743,9 +731,9 @@ static char *metrics_text(size_t *ret_len)
 /* ---------------------------------------------------------------------- */
 
 /*
- * A handler builds its response under sd.lock but queues it only after
+ * A handler builds its response under the registry's lock but queues it only after
  * dropping the lock: MHD holds a response's mutex while it calls a follow
- * stream's reader, which takes sd.lock, so queueing under sd.lock would
+ * stream's reader, which takes the registry's lock, so queueing under the registry's lock would
  * order the two locks both ways.
  */
 static __thread struct {
@@ -766,7 +754,7 @@ static enum MHD_Result queue(struct MHD_Connection *c, unsigned status, struct M
 	return MHD_YES;
 }
 
-/* Queue the pending response; call without sd.lock. */
+/* Queue the pending response; call without the registry's lock. */
 static enum MHD_Result flush(struct MHD_Connection *c)
 {
 	struct MHD_Response *r = pending.r;
@@ -864,16 +852,17 @@ static void pend_line(struct follow *fw, json_t *j)
 }
 
 /* Format what is new since fw->next; true when something was added. Under
- * sd.lock. */
+ * the registry's lock. */
 static bool follow_collect(struct follow *fw)
 {
-	struct sd_proc *p = find_by_file(fw->file);
+	struct registry_proc *p = registry_find_file(fw->file);
 	size_t before = fw->pend_len;
 
-	if (p == NULL || sd.stopping) {
+	if (p == NULL || registry_stopping()) {
 		if (!fw->ended)
-			pend_line(fw, json_pack("{s:b,s:s}", "end", 1, "reason",
-			                        sd.stopping ? "daemon stopping" : "expired"));
+			pend_line(fw,
+			          json_pack("{s:b,s:s}", "end", 1, "reason",
+			                    registry_stopping() ? "daemon stopping" : "expired"));
 		fw->ended = true;
 		return fw->pend_len != before;
 	}
@@ -915,12 +904,12 @@ static ssize_t follow_read(void *cls, uint64_t pos, char *buf, size_t max)
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_sec += 5;
-		pthread_mutex_lock(&sd.lock);
+		registry_lock();
 		while (!follow_collect(fw)) {
-			if (pthread_cond_timedwait(&sd.cond, &sd.lock, &until) == ETIMEDOUT)
+			if (registry_wait(&until) == ETIMEDOUT)
 				break;
 		}
-		pthread_mutex_unlock(&sd.lock);
+		registry_unlock();
 		if (fw->pend_len == 0) {
 			/* A blank line keeps the stream alive and notices a
 			 * client that went away. */
@@ -942,13 +931,13 @@ static void follow_free(void *cls)
 
 	free(fw->pend);
 	free(fw);
-	pthread_mutex_lock(&sd.lock);
+	registry_lock();
 	followers--;
-	pthread_cond_broadcast(&sd.cond);
-	pthread_mutex_unlock(&sd.lock);
+	registry_wake();
+	registry_unlock();
 }
 
-static enum MHD_Result reply_follow(struct MHD_Connection *c, const struct sd_proc *p,
+static enum MHD_Result reply_follow(struct MHD_Connection *c, const struct registry_proc *p,
                                     uint64_t since)
 {
 	struct follow *fw = calloc(1, sizeof(*fw));
@@ -958,7 +947,7 @@ static enum MHD_Result reply_follow(struct MHD_Connection *c, const struct sd_pr
 	snprintf(fw->file, sizeof(fw->file), "%s", p->file);
 	fw->next = since;
 	fw->lost = 0;
-	followers++; /* under sd.lock: route() holds it */
+	followers++; /* under the registry's lock: route() holds it */
 	return queue(c, MHD_HTTP_OK,
 	             MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, follow_read, fw,
 	                                               follow_free),
@@ -971,16 +960,16 @@ static enum MHD_Result reply_follow(struct MHD_Connection *c, const struct sd_pr
 
 static enum MHD_Result route_proc(struct MHD_Connection *c, pid_t pid, const char *what)
 {
-	struct sd_proc *p = sd_find(pid);
+	struct registry_proc *p = registry_find(pid);
 	uint64_t since, limit;
 	json_t *j;
 
 	if (p == NULL)
 		return reply_error(c, MHD_HTTP_NOT_FOUND, "no such process");
 	if (*what == '\0' || strcmp(what, "/threads") == 0)
-		sd_refresh(p);
+		registry_refresh(p);
 	if (*what == '\0')
-		return reply_json(c, MHD_HTTP_OK, sd_proc_json(p, true));
+		return reply_json(c, MHD_HTTP_OK, proc_json(p, true));
 	if (strcmp(what, "/threads") == 0) {
 		j = json_array();
 		for (uint32_t i = 0; i < p->nthreads; i++)
@@ -998,7 +987,7 @@ static enum MHD_Result route_proc(struct MHD_Connection *c, pid_t pid, const cha
 	if (strcmp(what, "/history") == 0)
 		return reply_json(c, MHD_HTTP_OK, history_json(p));
 	if (strcmp(what, "/sizes") == 0) {
-		sd_refresh(p);
+		registry_refresh(p);
 		return reply_json(c, MHD_HTTP_OK, sizes_json(p));
 	}
 	if (strcmp(what, "/maps") == 0) {
@@ -1037,10 +1026,10 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url)
 		return reply_json(c, MHD_HTTP_OK,
 		                  json_pack("{s:i,s:s,s:i,s:s,s:I,s:I,s:o}", "protocol",
 		                            STATS_PROTOCOL, "version", PACKAGE_VERSION, "pid",
-		                            (int)getpid(), "run_dir", sd.run_dir, "interval_ms",
-		                            (json_int_t)sd.interval_ms, "retention_s",
-		                            (json_int_t)sd.retention_s, "registry",
-		                            registry_json()));
+		                            (int)getpid(), "run_dir", registry_run_dir(),
+		                            "interval_ms", (json_int_t)registry_conf()->interval_ms,
+		                            "retention_s", (json_int_t)registry_conf()->retention_s,
+		                            "registry", registry_json()));
 	if (strcmp(url, "/v1/processes") == 0)
 		return reply_json(c, MHD_HTTP_OK, processes_json());
 	if (strncmp(url, "/v1/processes/", 14) != 0)
@@ -1094,9 +1083,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	else if (tcp && strcmp(url, "/metrics") != 0)
 		ret = reply_error(c, MHD_HTTP_NOT_FOUND, "only /metrics is served here");
 	else {
-		pthread_mutex_lock(&sd.lock);
+		registry_lock();
 		ret = route(c, url);
-		pthread_mutex_unlock(&sd.lock);
+		registry_unlock();
 	}
 	if (ret != MHD_YES) {
 		if (pending.r != NULL)
@@ -1260,7 +1249,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	pthread_mutex_unlock(&lock);
 }
 
-int sd_parse_listen(const char *s, struct sockaddr_in *sa, char *err, size_t errlen)
+int serve_parse_listen(const char *s, struct sockaddr_in *sa, char *err, size_t errlen)
 {
 	char host[64];
 	const char *colon = strrchr(s, ':');
@@ -1288,7 +1277,8 @@ out_bad:
 	return -EINVAL;
 }
 
-int sd_serve_start(int unix_fd, const char *listen_on, char *err, size_t errlen)
+int serve_start(int unix_fd, const char *socket_path, const char *listen_on, char *err,
+                size_t errlen)
 {
 	static int tcp_marker;
 	const unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
@@ -1306,12 +1296,12 @@ int sd_serve_start(int unix_fd, const char *listen_on, char *err, size_t errlen)
 	        60u, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL, MHD_OPTION_NOTIFY_COMPLETED,
 	        on_completed, NULL, MHD_OPTION_END);
 	if (unix_daemon == NULL) {
-		snprintf(err, errlen, "cannot serve on %s", sd.socket_path);
+		snprintf(err, errlen, "cannot serve on %s", socket_path);
 		return -EIO;
 	}
 	if (listen_on == NULL)
 		return 0;
-	if (sd_parse_listen(listen_on, &sa, err, errlen) != 0)
+	if (serve_parse_listen(listen_on, &sa, err, errlen) != 0)
 		return -EINVAL;
 	tcp_daemon = MHD_start_daemon(
 	        flags, ntohs(sa.sin_port), NULL, NULL, handle, &tcp_marker,
@@ -1328,11 +1318,11 @@ int sd_serve_start(int unix_fd, const char *listen_on, char *err, size_t errlen)
 }
 
 /*
- * Stop serving. Followers were told (sd.stopping) and send their end
+ * Stop serving. Followers were told (registry_stopping()) and send their end
  * marker; they get up to two seconds to finish before the daemon closes
  * what is left, so a client sees a complete stream.
  */
-void sd_serve_stop(void)
+void serve_stop(void)
 {
 	struct timespec until;
 
@@ -1340,10 +1330,10 @@ void sd_serve_stop(void)
 		MHD_quiesce_daemon(unix_daemon);
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += 2;
-	pthread_mutex_lock(&sd.lock);
-	while (followers > 0 && pthread_cond_timedwait(&sd.cond, &sd.lock, &until) != ETIMEDOUT)
+	registry_lock();
+	while (followers > 0 && registry_wait(&until) != ETIMEDOUT)
 		;
-	pthread_mutex_unlock(&sd.lock);
+	registry_unlock();
 	if (tcp_daemon != NULL)
 		MHD_stop_daemon(tcp_daemon);
 	if (unix_daemon != NULL)
