@@ -995,6 +995,79 @@ struct registry_proc *registry_next(const struct registry_proc *p)
 	return p == NULL ? reg.procs : p->next;
 }
 
+/* Newest first within a pid. */
+static int image_cmp(const void *a, const void *b)
+{
+	const struct registry_proc *x = *(const struct registry_proc *const *)a;
+	const struct registry_proc *y = *(const struct registry_proc *const *)b;
+
+	if (x->seg.pid != y->seg.pid)
+		return x->seg.pid < y->seg.pid ? -1 : 1;
+	if (x->seg.created_ns != y->seg.created_ns)
+		return x->seg.created_ns > y->seg.created_ns ? -1 : 1;
+	return (int)y->live - (int)x->live;
+}
+
+const struct registry_proc **registry_images(size_t *ret_n)
+{
+	const struct registry_proc **v;
+	size_t n = 0, k = 0;
+
+	*ret_n = 0;
+	for (const struct registry_proc *p = reg.procs; p != NULL; p = p->next)
+		n++;
+	if (n == 0 || (v = malloc(n * sizeof(*v))) == NULL)
+		return NULL;
+	for (const struct registry_proc *p = reg.procs; p != NULL; p = p->next)
+		v[k++] = p;
+	qsort(v, n, sizeof(*v), image_cmp);
+	k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (k == 0 || v[k - 1]->seg.pid != v[i]->seg.pid)
+			v[k++] = v[i];
+	*ret_n = k;
+	return v;
+}
+
+const struct segread_record *registry_record(const struct registry_proc *p, uint32_t i)
+{
+	return &p->trace[(p->trace_pos + i) % p->trace_cap];
+}
+
+/* A binary search: the kept records are in seq order. */
+uint32_t registry_record_from(const struct registry_proc *p, uint64_t since)
+{
+	uint32_t lo = 0, hi = p->trace_len;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (registry_record(p, mid)->seq < since)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+uint64_t registry_first_seq(const struct registry_proc *p)
+{
+	return p->trace_len ? registry_record(p, 0)->seq : p->next_seq;
+}
+
+const struct registry_sample *registry_history(const struct registry_proc *p, uint32_t i)
+{
+	return &p->hist[(p->hist_pos + p->hist_cap - p->hist_len + i) % p->hist_cap];
+}
+
+const char *registry_owner_name(const struct registry_proc *p, uint32_t id)
+{
+	for (uint32_t i = 0; i < p->nowners; i++)
+		if (p->owners[i].id == id)
+			return p->owners[i].name;
+	return NULL;
+}
+
 void registry_counts(struct registry_counts *ret)
 {
 	uint32_t n = 0;

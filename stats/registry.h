@@ -24,6 +24,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
@@ -163,6 +164,23 @@ struct registry_proc *registry_next(const struct registry_proc *p);
 /* Sample a live process again unless its last sample is under 1 ms old:
  * a request wants the counters of now. */
 void registry_refresh(struct registry_proc *p);
+
+/* Each pid's newest image (an exec or a reused pid leaves older, exited
+ * images of the same pid in the table), in pid order: a malloc'd array of
+ * *ret_n entries for the caller to free; NULL with *ret_n = 0 when there
+ * are no processes or no memory. */
+const struct registry_proc **registry_images(size_t *ret_n);
+
+/* A process's kept trace records, oldest first: the i-th (i < trace_len),
+ * the index of the first with seq >= since (trace_len if none), and the
+ * first seq still kept (next_seq when none is). */
+const struct segread_record *registry_record(const struct registry_proc *p, uint32_t i);
+uint32_t registry_record_from(const struct registry_proc *p, uint64_t since);
+uint64_t registry_first_seq(const struct registry_proc *p);
+/* Its i-th history sample, oldest first (i < hist_len). */
+const struct registry_sample *registry_history(const struct registry_proc *p, uint32_t i);
+/* The name of its owner id (growth records name owners), NULL if unknown. */
+const char *registry_owner_name(const struct registry_proc *p, uint32_t id);
 
 void registry_counts(struct registry_counts *ret);
 /* The i-th rejected file, NULL for i >= registry_counts().rejected. */

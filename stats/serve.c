@@ -291,18 +291,10 @@ static json_t *sizes_json(const struct registry_proc *p)
 	return o;
 }
 
-static const char *owner_name(const struct registry_proc *p, uint32_t id)
-{
-	for (uint32_t i = 0; i < p->nowners; i++)
-		if (p->owners[i].id == id)
-			return p->owners[i].name;
-	return NULL;
-}
-
 static json_t *record_json(const struct registry_proc *p, const struct segread_record *r)
 {
 	json_t *o = json_object(), *f = json_array();
-	const char *on = r->owner != 0 ? owner_name(p, r->owner) : NULL;
+	const char *on = r->owner != 0 ? registry_owner_name(p, r->owner) : NULL;
 
 	json_object_set_new(o, "seq", u64(r->seq));
 	json_object_set_new(o, "time_ns", u64(r->time_ns));
@@ -319,43 +311,21 @@ static json_t *record_json(const struct registry_proc *p, const struct segread_r
 	return o;
 }
 
-/* The i-th kept record (0: oldest). */
-static const struct segread_record *kept(const struct registry_proc *p, uint32_t i)
-{
-	return &p->trace[(p->trace_pos + i) % p->trace_cap];
-}
-
-/* Index of the first kept record with seq >= since. */
-static uint32_t kept_from(const struct registry_proc *p, uint64_t since)
-{
-	uint32_t lo = 0, hi = p->trace_len;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (kept(p, mid)->seq < since)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 static json_t *trace_json(const struct registry_proc *p, uint64_t since, uint64_t limit)
 {
 	json_t *o = json_object(), *a = json_array();
 	uint64_t next = since;
-	uint32_t i = kept_from(p, since);
+	uint32_t i = registry_record_from(p, since);
 
 	for (; i < p->trace_len && limit > 0; i++, limit--) {
-		json_array_append_new(a, record_json(p, kept(p, i)));
-		next = kept(p, i)->seq + 1;
+		json_array_append_new(a, record_json(p, registry_record(p, i)));
+		next = registry_record(p, i)->seq + 1;
 	}
 	if (i == p->trace_len && next < p->next_seq)
 		next = p->next_seq;
 	json_object_set_new(o, "pid", json_integer(p->seg.pid));
 	json_object_set_new(o, "state", json_string(p->live ? "live" : "exited"));
-	json_object_set_new(o, "first", u64(p->trace_len ? kept(p, 0)->seq : p->next_seq));
+	json_object_set_new(o, "first", u64(registry_first_seq(p)));
 	json_object_set_new(o, "next", u64(next));
 	json_object_set_new(o, "head", u64(p->head));
 	json_object_set_new(o, "lost", u64(p->lost));
@@ -368,8 +338,7 @@ static json_t *history_json(const struct registry_proc *p)
 	json_t *o = json_object(), *a = json_array();
 
 	for (uint32_t i = 0; i < p->hist_len; i++) {
-		uint32_t at = (p->hist_pos + p->hist_cap - p->hist_len + i) % p->hist_cap;
-		const struct registry_sample *s = &p->hist[at];
+		const struct registry_sample *s = registry_history(p, i);
 		json_t *e = json_object();
 
 		json_object_set_new(e, "time_ns", u64(s->t_ns));
@@ -603,49 +572,6 @@ static void registry_metrics(FILE *f)
 	        (unsigned long long)n.trace_dropped);
 }
 
-/* Newest first within a pid. */
-static int image_cmp(const void *a, const void *b)
-{
-	const struct registry_proc *x = *(const struct registry_proc *const *)a;
-	const struct registry_proc *y = *(const struct registry_proc *const *)b;
-
-	if (x->seg.pid != y->seg.pid)
-		return x->seg.pid < y->seg.pid ? -1 : 1;
-	if (x->seg.created_ns != y->seg.created_ns)
-		return x->seg.created_ns > y->seg.created_ns ? -1 : 1;
-	return (int)y->live - (int)x->live;
-}
-
-/*
- * The processes /metrics shows, in pid order: only the newest image of each
- * pid. An exec or a reused pid leaves the old image in the table (exited)
- * with the same pid and often the same exe, and two samples with the same
- * labels in one scrape make Prometheus keep the first and drop the other,
- * the live one. Returns a malloc'd array (the caller frees it) of *ret_n
- * entries, or NULL with *ret_n = 0 when there are no processes or no
- * memory. The caller holds the registry's lock.
- */
-static const struct registry_proc **metric_procs(size_t *ret_n)
-{
-	const struct registry_proc **v;
-	size_t n = 0, k = 0;
-
-	*ret_n = 0;
-	for (const struct registry_proc *p = registry_next(NULL); p != NULL; p = registry_next(p))
-		n++;
-	if (n == 0 || (v = malloc(n * sizeof(*v))) == NULL)
-		return NULL;
-	for (const struct registry_proc *p = registry_next(NULL); p != NULL; p = registry_next(p))
-		v[k++] = p;
-	qsort(v, n, sizeof(*v), image_cmp);
-	k = 0;
-	for (size_t i = 0; i < n; i++)
-		if (k == 0 || v[k - 1]->seg.pid != v[i]->seg.pid)
-			v[k++] = v[i];
-	*ret_n = k;
-	return v;
-}
-
 /* One sample per process of a family that proc_labels labels. */
 static void proc_family(FILE *f, const char *name, const char *type, const char *help,
                         const struct registry_proc **v, size_t n,
@@ -684,7 +610,7 @@ static char *metrics_text(size_t *ret_len)
 
 	if (f == NULL)
 		return NULL;
-	v = metric_procs(&n);
+	v = registry_images(&n);
 	if (v == NULL && registry_next(NULL) != NULL) {
 		fclose(f);
 		free(buf);
@@ -868,22 +794,23 @@ static bool follow_collect(struct follow *fw)
 	}
 	/* Records the stream can no longer give: the ring wrapped before they
 	 * were drained, or the kept buffer (--trace-keep) dropped them. */
-	uint64_t first = p->trace_len ? kept(p, 0)->seq : p->next_seq;
+	uint64_t first = registry_first_seq(p);
 
 	if (fw->next < first) {
 		pend_line(fw, json_pack("{s:I,s:I}", "gone_from", (json_int_t)fw->next, "gone_to",
 		                        (json_int_t)(first - 1)));
 		fw->next = first;
 	}
-	for (uint32_t i = kept_from(p, fw->next); i < p->trace_len && fw->pend_len < 65536; i++) {
-		pend_line(fw, record_json(p, kept(p, i)));
-		fw->next = kept(p, i)->seq + 1;
+	for (uint32_t i = registry_record_from(p, fw->next);
+	     i < p->trace_len && fw->pend_len < 65536; i++) {
+		pend_line(fw, record_json(p, registry_record(p, i)));
+		fw->next = registry_record(p, i)->seq + 1;
 	}
 	if (p->lost != fw->lost) {
 		fw->lost = p->lost;
 		pend_line(fw, json_pack("{s:I}", "lost", (json_int_t)p->lost));
 	}
-	if (!p->live && kept_from(p, fw->next) == p->trace_len && !fw->ended) {
+	if (!p->live && registry_record_from(p, fw->next) == p->trace_len && !fw->ended) {
 		pend_line(fw, json_pack("{s:b,s:s}", "end", 1, "reason", p->reason));
 		fw->ended = true;
 	}
