@@ -13,7 +13,8 @@ stats_scratchd_SOURCES = stats/scratchd.c stats/registry.c stats/registry.h \
 stats_scratchd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS)
 stats_scratchd_LDADD = libscratch_segread.la $(MHD_LIBS) $(JANSSON_LIBS) $(PTHREAD_LIBS)
 
-stats_scratchstat_SOURCES = stats/scratchstat.c stats/symbols.c stats/symbols.h
+stats_scratchstat_SOURCES = stats/scratchstat.c stats/client.c stats/client.h \
+	stats/views.c stats/views.h stats/symbols.c stats/symbols.h
 stats_scratchstat_CPPFLAGS = $(AM_CPPFLAGS) -DSCRATCH_SBINDIR='"$(sbindir)"'
 stats_scratchstat_CFLAGS = $(AM_CFLAGS) $(CURL_CFLAGS) $(JANSSON_CFLAGS) $(DW_CFLAGS)
 stats_scratchstat_LDADD = libscratch_segread.la $(CURL_LIBS) $(JANSSON_LIBS) $(DW_LIBS) -ldl
