@@ -9,7 +9,7 @@ libscratch_segread_la_SOURCES = stats/segread.c stats/segread.h stats/common.c s
 libscratch_segread_la_CFLAGS = $(AM_CFLAGS)
 
 stats_scratchd_SOURCES = stats/scratchd.c stats/registry.c stats/registry.h \
-	stats/serve.c stats/serve.h stats/fields.c stats/fields.h
+	stats/serve.c stats/serve.h stats/docs.c stats/docs.h stats/fields.c stats/fields.h
 stats_scratchd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS)
 stats_scratchd_LDADD = libscratch_segread.la $(MHD_LIBS) $(JANSSON_LIBS) $(PTHREAD_LIBS)
 

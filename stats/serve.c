@@ -39,351 +39,56 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "docs.h"
 #include "registry.h"
 #include "serve.h"
 
 static struct MHD_Daemon *unix_daemon, *tcp_daemon;
 static unsigned followers; /* open follow streams, under the registry's lock */
 
-static const char *owner_kind(uint32_t kind)
-{
-	switch (kind) {
-	case SCRATCH__OWNER_ARENA:
-		return "arena";
-	case SCRATCH__OWNER_WORKSPACE:
-		return "workspace";
-	case SCRATCH__OWNER_WORKERS:
-		return "workers";
-	default:
-		return "unknown";
-	}
-}
-
 /* ---------------------------------------------------------------------- */
-/* JSON                                                                    */
+/* Documents                                                               */
 /* ---------------------------------------------------------------------- */
 
-/*
- * A JSON string of untrusted text (a segment's names, a file name): kept
- * as is when it is valid UTF-8, else every byte outside printable ASCII
- * becomes '?', so a key is never dropped and the output stays valid.
- */
-static json_t *text(const char *s)
+/* The daemon's facts for /v1 and /v1/processes; with list, the entries and
+ * the rejected files too (malloc'd arrays that point into the registry,
+ * valid under its lock; daemon_facts_free). False without memory. */
+static bool daemon_facts(struct docs_daemon *d, struct registry_counts *counts, bool list)
 {
-	json_t *j = json_string(s);
-	char buf[SCRATCH_SEG_CMDLINE_LEN + NAME_MAX + 2];
+	const struct registry_proc **v;
+	const struct registry_rejected **r;
 	size_t n = 0;
 
-	if (j != NULL)
-		return j;
-	for (; *s != '\0' && n < sizeof(buf) - 1; s++)
-		buf[n++] = (*s >= 0x20 && *s < 0x7f) ? *s : '?';
-	buf[n] = '\0';
-	return json_string(buf);
-}
-
-static json_t *u64(uint64_t v)
-{
-	return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
-}
-
-/* Hits over allocations; null before the first allocation, as the
- * tables print "-" then. */
-static json_t *hit_rate(uint64_t allocs, uint64_t misses)
-{
-	return allocs == 0 ? json_null()
-	                   : json_real((double)(allocs - (misses < allocs ? misses : allocs)) /
-	                               (double)allocs);
-}
-
-static void set_counters(json_t *o, const struct scratch__counters *c)
-{
-	json_object_set_new(o, "allocs", u64(c->allocs));
-	json_object_set_new(o, "hits", u64(c->hits));
-	json_object_set_new(o, "depot_hits", u64(c->depot_hits));
-	json_object_set_new(o, "growths", u64(c->misses));
-	json_object_set_new(o, "frees", u64(c->frees));
-	json_object_set_new(o, "remote_frees_in", u64(c->remote_in));
-	json_object_set_new(o, "remote_frees_out", u64(c->remote_out));
-	json_object_set_new(o, "passthrough", u64(c->passthrough));
-	json_object_set_new(o, "retained", u64(segread_retained(c)));
-	json_object_set_new(o, "leased", u64(segread_leased(c)));
-	json_object_set_new(o, "peak_leased", u64(c->peak_leased));
-	json_object_set_new(o, "growth_bytes", u64(c->growth_bytes));
-	json_object_set_new(o, "hit_rate", hit_rate(c->allocs, c->misses));
-}
-
-static json_t *thread_json(const struct segread_thread *t, bool proc_live)
-{
-	json_t *o = json_object();
-	bool live = proc_live && t->state == SCRATCH_SEG_LIVE;
-
-	json_object_set_new(o, "slot", json_integer(t->index));
-	json_object_set_new(o, "tid", json_integer(t->tid));
-	json_object_set_new(o, "name", text(t->name));
-	json_object_set_new(o, "state", json_string(live ? "live" : "exited"));
-	json_object_set_new(o, "generation", json_integer(t->generation));
-	json_object_set_new(o, "attach_ns", u64(t->attach_ns));
-	json_object_set_new(o, "exit_ns", u64(t->exit_ns));
-	set_counters(o, &t->c);
-	return o;
-}
-
-static json_t *owner_json(const struct segread_owner *w)
-{
-	json_t *o = json_object();
-
-	json_object_set_new(o, "id", json_integer(w->id));
-	json_object_set_new(o, "kind", json_string(owner_kind(w->kind)));
-	json_object_set_new(o, "name", text(w->name));
-	json_object_set_new(o, "state",
-	                    json_string(w->state == SCRATCH_SEG_LIVE ? "live" : "gone"));
-	json_object_set_new(o, "retained", u64(w->c.retained));
-	json_object_set_new(o, "leased", u64(w->c.leased));
-	json_object_set_new(o, "panel_bytes", u64(w->c.panel_bytes));
-	json_object_set_new(o, "growths", u64(w->c.growths));
-	json_object_set_new(o, "dispatches", u64(w->c.dispatches));
-	json_object_set_new(o, "parks", u64(w->c.parks));
-	json_object_set_new(o, "wakes", u64(w->c.wakes));
-	json_object_set_new(o, "workers", u64(w->c.workers));
-	return o;
-}
-
-static void set_totals(json_t *o, const struct segread_totals *t)
-{
-	json_object_set_new(o, "allocs", u64(t->allocs));
-	json_object_set_new(o, "hits", u64(t->hits));
-	json_object_set_new(o, "depot_hits", u64(t->depot_hits));
-	json_object_set_new(o, "growths", u64(t->misses));
-	json_object_set_new(o, "frees", u64(t->frees));
-	json_object_set_new(o, "remote_frees_in", u64(t->remote_in));
-	json_object_set_new(o, "remote_frees_out", u64(t->remote_out));
-	json_object_set_new(o, "passthrough", u64(t->passthrough));
-	json_object_set_new(o, "retained", u64(t->retained));
-	json_object_set_new(o, "leased", u64(t->leased));
-	json_object_set_new(o, "peak_leased", u64(t->peak_leased));
-	json_object_set_new(o, "growth_bytes", u64(t->growth_bytes));
-	json_object_set_new(o, "trimmed", u64(t->trimmed));
-	json_object_set_new(o, "depot_bytes", u64(t->depot_bytes));
-	json_object_set_new(o, "hit_rate", hit_rate(t->allocs, t->misses));
-}
-
-static json_t *proc_json(const struct registry_proc *p, bool detail)
-{
-	json_t *o = json_object(), *tr = json_object();
-
-	json_object_set_new(o, "pid", json_integer(p->seg.pid));
-	json_object_set_new(o, "ppid", json_integer(p->seg.ppid));
-	json_object_set_new(o, "start_ticks", u64(p->seg.start_ticks));
-	json_object_set_new(o, "file", text(p->file));
-	json_object_set_new(o, "exe", text(p->seg.exe));
-	json_object_set_new(o, "command", text(p->seg.cmdline));
-	json_object_set_new(o, "state", json_string(p->live ? "live" : "exited"));
-	json_object_set_new(o, "exit_reason", p->reason ? json_string(p->reason) : json_null());
-	json_object_set_new(o, "created_ns", u64(p->seg.created_ns));
-	json_object_set_new(o, "exit_ns", u64(p->exit_ns));
-	json_object_set_new(o, "sampled_ns", u64(p->sampled_ns));
-	json_object_set_new(o, "forked", json_boolean(p->seg.forks > 0));
-	/* what the library did not print: why the pools are off (null while
-	 * they run), or that max_size had to come down */
-	json_object_set_new(o, "pools_off",
-	                    segread_pools_off_name(p->seg.pools_off) != NULL
-	                            ? json_string(segread_pools_off_name(p->seg.pools_off))
-	                            : json_null());
-	json_object_set_new(o, "max_size_lowered",
-	                    json_boolean((p->seg.flags & SCRATCH_SEG_F_LOWERED) != 0));
-	/* Once the process is gone, so are its threads (the main thread
-	 * never runs its exit hooks, so its slot still says live). */
-	json_object_set_new(o, "threads", u64(p->live ? p->tot.threads_live : 0));
-	json_object_set_new(o, "threads_exited",
-	                    u64(p->tot.threads_exited + (p->live ? 0 : p->tot.threads_live)));
-	json_object_set_new(o, "threads_seen", u64(p->tot.threads_seen));
-	set_totals(o, &p->tot);
-	json_object_set_new(tr, "enabled", json_boolean(p->seg.ring_slots != 0));
-	json_object_set_new(tr, "ring", json_integer(p->seg.ring_slots));
-	json_object_set_new(tr, "head", u64(p->head));
-	json_object_set_new(tr, "drained", u64(p->drained));
-	json_object_set_new(tr, "lost", u64(p->lost));
-	json_object_set_new(o, "trace", tr);
-	json_object_set_new(o, "samples", json_integer(p->hist_len));
-	json_object_set_new(o, "memory", u64(p->mem));
-	json_object_set_new(o, "dropped",
-	                    json_pack("{s:o,s:o}", "history_samples", u64(p->hist_dropped),
-	                              "trace_records", u64(p->trace_dropped)));
-	if (!detail)
-		return o;
-	json_object_set_new(o, "conf", text(p->seg.conf));
-	json_object_set_new(o, "min_size", u64(p->seg.min_size));
-	json_object_set_new(o, "max_size", u64(p->seg.max_size));
-	json_t *th = json_array(), *ow = json_array();
-
-	for (uint32_t i = 0; i < p->nthreads; i++)
-		json_array_append_new(th, thread_json(&p->threads[i], p->live));
-	for (uint32_t i = 0; i < p->nowners; i++)
-		json_array_append_new(ow, owner_json(&p->owners[i]));
-	json_object_set_new(o, "thread_table", th);
-	json_object_set_new(o, "owners", ow);
-	return o;
-}
-
-/* Smallest request a class serves: one byte above the class below. */
-static uint64_t class_low(uint32_t cls)
-{
-	return cls > 8 ? segread_class_capacity(cls - 1) + 1 : 1;
-}
-
-static json_t *class_json(const struct segread_class *k)
-{
-	json_t *o = json_object();
-
-	json_object_set_new(o, "class", json_integer(k->cls));
-	json_object_set_new(o, "size", u64(k->capacity));
-	json_object_set_new(o, "size_min", u64(class_low(k->cls)));
-	json_object_set_new(o, "requests", u64(k->requests));
-	json_object_set_new(o, "hits", u64(k->hits));
-	json_object_set_new(o, "depot_hits", u64(k->depot_hits));
-	json_object_set_new(o, "larger_hits", u64(k->larger_hits));
-	json_object_set_new(
-	        o, "own_class_hits",
-	        u64(k->hits + k->depot_hits -
-	            (k->larger_hits < k->hits + k->depot_hits ? k->larger_hits
-	                                                      : k->hits + k->depot_hits)));
-	json_object_set_new(o, "misses", u64(k->misses));
-	json_object_set_new(o, "hit_rate", hit_rate(k->requests, k->misses));
-	json_object_set_new(o, "frees", u64(k->frees));
-	json_object_set_new(o, "live_blocks", u64(k->live_blocks));
-	json_object_set_new(o, "leased_blocks", u64(k->leased_blocks));
-	json_object_set_new(o, "leased_bytes", u64(k->leased_bytes));
-	json_object_set_new(o, "idle_bytes", u64(k->idle_bytes));
-	return o;
-}
-
-/* The size view: every class in use and their sums, with what the table's
- * footer needs (min_size, the calls that passed through). */
-static json_t *sizes_json(const struct registry_proc *p)
-{
-	json_t *arr = json_array(), *o;
-	struct segread_class sum = {0};
-
-	for (uint32_t i = 0; i < p->nclasses; i++) {
-		const struct segread_class *k = &p->classes[i];
-
-		json_array_append_new(arr, class_json(k));
-		sum.requests += k->requests;
-		sum.hits += k->hits;
-		sum.depot_hits += k->depot_hits;
-		sum.larger_hits += k->larger_hits;
-		sum.misses += k->misses;
-		sum.frees += k->frees;
-		sum.leased_bytes += k->leased_bytes;
-		sum.idle_bytes += k->idle_bytes;
+	registry_counts(counts);
+	*d = (struct docs_daemon){.pid = (int)getpid(),
+	                          .version = PACKAGE_VERSION,
+	                          .run_dir = registry_run_dir(),
+	                          .conf = registry_conf(),
+	                          .counts = counts};
+	if (!list)
+		return true;
+	v = malloc((counts->live + counts->exited + 1) * sizeof(*v));
+	r = malloc((counts->rejected + 1) * sizeof(*r));
+	if (v == NULL || r == NULL) {
+		free(v);
+		free(r);
+		return false;
 	}
-	o = json_pack("{s:i,s:o,s:o,s:b,s:o,s:o}", "pid", p->seg.pid, "min_size",
-	              u64(p->seg.min_size), "max_size", u64(p->seg.max_size), "available",
-	              p->has_classes, "passthrough", u64(p->tot.passthrough), "classes", arr);
-	json_object_set_new(o, "total",
-	                    json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "requests",
-	                              u64(sum.requests), "hits", u64(sum.hits), "depot_hits",
-	                              u64(sum.depot_hits), "larger_hits", u64(sum.larger_hits),
-	                              "misses", u64(sum.misses), "frees", u64(sum.frees),
-	                              "leased_bytes", u64(sum.leased_bytes), "idle_bytes",
-	                              u64(sum.idle_bytes)));
-	return o;
+	for (const struct registry_proc *p = registry_next(NULL); p != NULL; p = registry_next(p))
+		v[n++] = p;
+	d->procs = v;
+	d->nprocs = n;
+	for (n = 0; n < counts->rejected; n++)
+		r[n] = registry_rejected((uint32_t)n);
+	d->rejected = r;
+	d->nrejected = counts->rejected;
+	return true;
 }
 
-static json_t *record_json(const struct registry_proc *p, const struct segread_record *r)
+static void daemon_facts_free(struct docs_daemon *d)
 {
-	json_t *o = json_object(), *f = json_array();
-	const char *on = r->owner != 0 ? registry_owner_name(p, r->owner) : NULL;
-
-	json_object_set_new(o, "seq", u64(r->seq));
-	json_object_set_new(o, "time_ns", u64(r->time_ns));
-	json_object_set_new(o, "tid", json_integer(r->tid));
-	json_object_set_new(o, "bytes", u64(r->bytes));
-	json_object_set_new(o, "class", json_integer(r->cls));
-	json_object_set_new(o, "cpu", json_integer(r->cpu));
-	json_object_set_new(o, "node", json_integer(r->node));
-	json_object_set_new(o, "owner", json_integer(r->owner));
-	json_object_set_new(o, "owner_name", on ? text(on) : json_null());
-	for (uint32_t i = 0; i < r->nframes; i++)
-		json_array_append_new(f, u64(r->frames[i]));
-	json_object_set_new(o, "frames", f);
-	return o;
-}
-
-static json_t *trace_json(const struct registry_proc *p, uint64_t since, uint64_t limit)
-{
-	json_t *o = json_object(), *a = json_array();
-	uint64_t next = since;
-	uint32_t i = registry_record_from(p, since);
-
-	for (; i < p->trace_len && limit > 0; i++, limit--) {
-		json_array_append_new(a, record_json(p, registry_record(p, i)));
-		next = registry_record(p, i)->seq + 1;
-	}
-	if (i == p->trace_len && next < p->next_seq)
-		next = p->next_seq;
-	json_object_set_new(o, "pid", json_integer(p->seg.pid));
-	json_object_set_new(o, "state", json_string(p->live ? "live" : "exited"));
-	json_object_set_new(o, "first", u64(registry_first_seq(p)));
-	json_object_set_new(o, "next", u64(next));
-	json_object_set_new(o, "head", u64(p->head));
-	json_object_set_new(o, "lost", u64(p->lost));
-	json_object_set_new(o, "records", a);
-	return o;
-}
-
-static json_t *history_json(const struct registry_proc *p)
-{
-	json_t *o = json_object(), *a = json_array();
-
-	for (uint32_t i = 0; i < p->hist_len; i++) {
-		const struct registry_sample *s = registry_history(p, i);
-		json_t *e = json_object();
-
-		json_object_set_new(e, "time_ns", u64(s->t_ns));
-		json_object_set_new(e, "threads", u64(s->tot.threads_live));
-		set_totals(e, &s->tot);
-		json_array_append_new(a, e);
-	}
-	json_object_set_new(o, "pid", json_integer(p->seg.pid));
-	json_object_set_new(o, "interval_ms", u64(registry_conf()->interval_ms));
-	json_object_set_new(o, "samples", a);
-	return o;
-}
-
-/* The registry's bounds and what they cost: memory against the budget,
- * exited entries against their cap, and what was let go. */
-static json_t *registry_json(void)
-{
-	struct registry_counts n;
-
-	registry_counts(&n);
-	return json_pack("{s:o,s:o,s:o,s:i,s:i,s:o,s:o,s:o,s:{s:o,s:o}}", "memory_budget",
-	                 u64(n.budget), "memory_used", u64(n.mem_used), "memory_peak",
-	                 u64(n.mem_peak), "max_exited", (int)n.max_exited, "exited", (int)n.exited,
-	                 "evicted_max_exited", u64(n.evicted_cap), "evicted_memory_budget",
-	                 u64(n.evicted_budget), "refused", u64(n.refused), "dropped",
-	                 "history_samples", u64(n.hist_dropped), "trace_records",
-	                 u64(n.trace_dropped));
-}
-
-static json_t *processes_json(void)
-{
-	json_t *o = json_object(), *a = json_array(), *r = json_array();
-	uint32_t i = 0;
-
-	for (struct registry_proc *p = registry_next(NULL); p != NULL; p = registry_next(p))
-		json_array_append_new(a, proc_json(p, false));
-	for (const struct registry_rejected *x; (x = registry_rejected(i)) != NULL; i++)
-		json_array_append_new(
-		        r, json_pack("{s:o,s:o}", "file", text(x->file), "error", text(x->error)));
-	json_object_set_new(o, "protocol", json_integer(STATS_PROTOCOL));
-	json_object_set_new(o, "run_dir", json_string(registry_run_dir()));
-	json_object_set_new(o, "processes", a);
-	json_object_set_new(o, "rejected", r);
-	json_object_set_new(o, "registry", registry_json());
-	return o;
+	free((void *)d->procs);
+	free((void *)d->rejected);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -712,7 +417,7 @@ static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, jso
 
 static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *msg)
 {
-	return reply_json(c, status, json_pack("{s:s}", "error", msg));
+	return reply_json(c, status, docs_error(msg));
 }
 
 static enum MHD_Result reply_text(struct MHD_Connection *c, char *text, size_t len,
@@ -787,8 +492,7 @@ static bool follow_collect(struct follow *fw)
 	if (p == NULL || registry_stopping()) {
 		if (!fw->ended)
 			pend_line(fw,
-			          json_pack("{s:b,s:s}", "end", 1, "reason",
-			                    registry_stopping() ? "daemon stopping" : "expired"));
+			          docs_end(registry_stopping() ? "daemon stopping" : "expired"));
 		fw->ended = true;
 		return fw->pend_len != before;
 	}
@@ -797,21 +501,20 @@ static bool follow_collect(struct follow *fw)
 	uint64_t first = registry_first_seq(p);
 
 	if (fw->next < first) {
-		pend_line(fw, json_pack("{s:I,s:I}", "gone_from", (json_int_t)fw->next, "gone_to",
-		                        (json_int_t)(first - 1)));
+		pend_line(fw, docs_gone(fw->next, first - 1));
 		fw->next = first;
 	}
 	for (uint32_t i = registry_record_from(p, fw->next);
 	     i < p->trace_len && fw->pend_len < 65536; i++) {
-		pend_line(fw, record_json(p, registry_record(p, i)));
+		pend_line(fw, docs_record(p, registry_record(p, i)));
 		fw->next = registry_record(p, i)->seq + 1;
 	}
 	if (p->lost != fw->lost) {
 		fw->lost = p->lost;
-		pend_line(fw, json_pack("{s:I}", "lost", (json_int_t)p->lost));
+		pend_line(fw, docs_lost(p->lost));
 	}
 	if (!p->live && registry_record_from(p, fw->next) == p->trace_len && !fw->ended) {
-		pend_line(fw, json_pack("{s:b,s:s}", "end", 1, "reason", p->reason));
+		pend_line(fw, docs_end(p->reason));
 		fw->ended = true;
 	}
 	return fw->pend_len != before;
@@ -889,33 +592,22 @@ static enum MHD_Result route_proc(struct MHD_Connection *c, pid_t pid, const cha
 {
 	struct registry_proc *p = registry_find(pid);
 	uint64_t since, limit;
-	json_t *j;
 
 	if (p == NULL)
 		return reply_error(c, MHD_HTTP_NOT_FOUND, "no such process");
 	if (*what == '\0' || strcmp(what, "/threads") == 0)
 		registry_refresh(p);
 	if (*what == '\0')
-		return reply_json(c, MHD_HTTP_OK, proc_json(p, true));
-	if (strcmp(what, "/threads") == 0) {
-		j = json_array();
-		for (uint32_t i = 0; i < p->nthreads; i++)
-			json_array_append_new(j, thread_json(&p->threads[i], p->live));
-		return reply_json(c, MHD_HTTP_OK,
-		                  json_pack("{s:i,s:o}", "pid", p->seg.pid, "threads", j));
-	}
-	if (strcmp(what, "/owners") == 0) {
-		j = json_array();
-		for (uint32_t i = 0; i < p->nowners; i++)
-			json_array_append_new(j, owner_json(&p->owners[i]));
-		return reply_json(c, MHD_HTTP_OK,
-		                  json_pack("{s:i,s:o}", "pid", p->seg.pid, "owners", j));
-	}
+		return reply_json(c, MHD_HTTP_OK, docs_process(p));
+	if (strcmp(what, "/threads") == 0)
+		return reply_json(c, MHD_HTTP_OK, docs_threads(p));
+	if (strcmp(what, "/owners") == 0)
+		return reply_json(c, MHD_HTTP_OK, docs_owners(p));
 	if (strcmp(what, "/history") == 0)
-		return reply_json(c, MHD_HTTP_OK, history_json(p));
+		return reply_json(c, MHD_HTTP_OK, docs_history(p, registry_conf()));
 	if (strcmp(what, "/sizes") == 0) {
 		registry_refresh(p);
-		return reply_json(c, MHD_HTTP_OK, sizes_json(p));
+		return reply_json(c, MHD_HTTP_OK, docs_sizes(p));
 	}
 	if (strcmp(what, "/maps") == 0) {
 		char *m = strdup(p->maps != NULL ? p->maps : "");
@@ -930,9 +622,23 @@ static enum MHD_Result route_proc(struct MHD_Connection *c, pid_t pid, const cha
 			since = 1;
 		if (arg_bool(c, "follow"))
 			return reply_follow(c, p, since);
-		return reply_json(c, MHD_HTTP_OK, trace_json(p, since, limit));
+		return reply_json(c, MHD_HTTP_OK, docs_trace(p, since, limit));
 	}
 	return reply_error(c, MHD_HTTP_NOT_FOUND, "no such resource");
+}
+
+/* /v1 (the daemon's facts) or, with list, /v1/processes. */
+static enum MHD_Result reply_daemon(struct MHD_Connection *c, bool list)
+{
+	struct registry_counts counts;
+	struct docs_daemon d;
+	json_t *j;
+
+	if (!daemon_facts(&d, &counts, list))
+		return reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory");
+	j = list ? docs_processes(&d) : docs_info(&d);
+	daemon_facts_free(&d);
+	return reply_json(c, MHD_HTTP_OK, j);
 }
 
 static enum MHD_Result route(struct MHD_Connection *c, const char *url)
@@ -950,15 +656,9 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url)
 		return reply_text(c, t, len, "text/plain; version=0.0.4; charset=utf-8");
 	}
 	if (strcmp(url, "/v1") == 0 || strcmp(url, "/v1/") == 0)
-		return reply_json(c, MHD_HTTP_OK,
-		                  json_pack("{s:i,s:s,s:i,s:s,s:I,s:I,s:o}", "protocol",
-		                            STATS_PROTOCOL, "version", PACKAGE_VERSION, "pid",
-		                            (int)getpid(), "run_dir", registry_run_dir(),
-		                            "interval_ms", (json_int_t)registry_conf()->interval_ms,
-		                            "retention_s", (json_int_t)registry_conf()->retention_s,
-		                            "registry", registry_json()));
+		return reply_daemon(c, false);
 	if (strcmp(url, "/v1/processes") == 0)
-		return reply_json(c, MHD_HTTP_OK, processes_json());
+		return reply_daemon(c, true);
 	if (strncmp(url, "/v1/processes/", 14) != 0)
 		return reply_error(c, MHD_HTTP_NOT_FOUND, "no such resource");
 	rest = url + 14;
