@@ -11,8 +11,14 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define STATS_PROTOCOL    1
-#define STATS_SOCKET_NAME "scratchd.sock"
+/* The protocol version: /v1's "protocol" key, the X-Scratch-Protocol
+ * header of every answer, and what --version prints. A change that a
+ * client could notice (a key removed or changed in meaning) raises it. */
+#define STATS_PROTOCOL        1
+#define STATS_STR_(x)         #x
+#define STATS_STR(x)          STATS_STR_(x)
+#define STATS_PROTOCOL_HEADER "X-Scratch-Protocol"
+#define STATS_SOCKET_NAME     "scratchd.sock"
 
 /*
  * The run directory into buf: dir when not NULL, else $SCRATCH_RUNTIME_DIR,

@@ -855,3 +855,128 @@ json_t *docs_history(const struct registry_proc *p, const struct registry_conf *
 	fields_json(o, FIELDS(daemon_fields), D_HISTORY, &d);
 	return o;
 }
+
+/* ---------------------------------------------------------------------- */
+/* Prometheus                                                              */
+/* ---------------------------------------------------------------------- */
+
+/* The objects of the families, with a cursor for the nested ones. */
+struct prom_ctx {
+	const struct registry_proc *const *v;
+	size_t n;
+	size_t k, j; /* the image, and the thread or class in it */
+	struct thread_view tv;
+	const struct registry_counts *counts;
+};
+
+static size_t proc_labels(char *buf, size_t len, const struct registry_proc *p)
+{
+	const char *base = strrchr(p->seg.exe, '/');
+	char exe[2 * SCRATCH_SEG_EXE_LEN + 1];
+
+	fields_escape(exe, sizeof(exe), base != NULL ? base + 1 : p->seg.exe);
+	return (size_t)snprintf(buf, len, "pid=\"%d\",exe=\"%s\"", p->seg.pid, exe);
+}
+
+static bool each_proc(void *ctx, size_t i, const void **ret_obj, char *labels, size_t len)
+{
+	struct prom_ctx *c = ctx;
+
+	if (i >= c->n)
+		return false;
+	*ret_obj = c->v[i];
+	proc_labels(labels, len, c->v[i]);
+	return true;
+}
+
+static bool each_proc_totals(void *ctx, size_t i, const void **ret_obj, char *labels, size_t len)
+{
+	struct prom_ctx *c = ctx;
+
+	if (!each_proc(ctx, i, ret_obj, labels, len))
+		return false;
+	*ret_obj = &c->v[i]->tot;
+	return true;
+}
+
+/* Step the cursor to the next (image, item) pair with item < count(image);
+ * restarts at i == 0. False past the last. */
+static bool each_next(struct prom_ctx *c, size_t i, uint32_t (*count)(const struct registry_proc *))
+{
+	if (i == 0)
+		c->k = c->j = 0;
+	else
+		c->j++;
+	while (c->k < c->n && c->j >= count(c->v[c->k])) {
+		c->k++;
+		c->j = 0;
+	}
+	return c->k < c->n;
+}
+
+static uint32_t nthreads(const struct registry_proc *p)
+{
+	return p->nthreads;
+}
+
+static uint32_t nclasses(const struct registry_proc *p)
+{
+	return p->nclasses;
+}
+
+static bool each_thread(void *ctx, size_t i, const void **ret_obj, char *labels, size_t len)
+{
+	struct prom_ctx *c = ctx;
+	char name[2 * SCRATCH_SEG_NAME_LEN + 3];
+
+	if (!each_next(c, i, nthreads))
+		return false;
+	thread_view(c->v[c->k], (uint32_t)c->j, &c->tv);
+	fields_escape(name, sizeof(name), c->tv.t.name);
+	snprintf(labels, len, "pid=\"%d\",tid=\"%d\",name=\"%s\"", c->v[c->k]->seg.pid, c->tv.t.tid,
+	         name);
+	*ret_obj = &c->tv.c;
+	return true;
+}
+
+static bool each_class(void *ctx, size_t i, const void **ret_obj, char *labels, size_t len)
+{
+	struct prom_ctx *c = ctx;
+	const struct segread_class *k;
+	size_t o;
+
+	if (!each_next(c, i, nclasses))
+		return false;
+	k = &c->v[c->k]->classes[c->j];
+	o = proc_labels(labels, len, c->v[c->k]);
+	if (o < len)
+		snprintf(labels + o, len - o, ",class=\"%llu\"", (unsigned long long)k->capacity);
+	*ret_obj = k;
+	return true;
+}
+
+static bool each_registry(void *ctx, size_t i, const void **ret_obj, char *labels, size_t len)
+{
+	struct prom_ctx *c = ctx;
+
+	(void)len;
+	if (i > 0)
+		return false;
+	labels[0] = '\0';
+	*ret_obj = c->counts;
+	return true;
+}
+
+void docs_metrics(FILE *f, const struct registry_proc *const *images, size_t n,
+                  const struct registry_counts *counts)
+{
+	struct prom_ctx c = {.v = images, .n = n, .counts = counts};
+
+	fields_prom(f, "scratch_", ".", FIELDS(counter_fields), C_PROC, each_proc_totals, &c);
+	fields_prom(f, "scratch_", ".", FIELDS(proc_fields), P_SUMMARY, each_proc, &c);
+	fields_prom(f, "scratch_thread_", ", per thread.", FIELDS(counter_fields), C_THREAD,
+	            each_thread, &c);
+	fields_prom(f, "scratch_class_", ", per size class.", FIELDS(class_fields), K_CLASS,
+	            each_class, &c);
+	fields_prom(f, "scratchd_", ".", FIELDS(registry_fields), 1, each_registry, &c);
+}

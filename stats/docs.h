@@ -56,6 +56,13 @@ json_t *docs_end(const char *reason);
 /* An error answer: {"error": msg}. */
 json_t *docs_error(const char *msg);
 
+/*
+ * The Prometheus text (format 0.0.4) of images (each pid's newest image,
+ * registry_images) and the registry's counts, into f.
+ */
+void docs_metrics(FILE *f, const struct registry_proc *const *images, size_t n,
+                  const struct registry_counts *counts);
+
 /* The owner kind's name: "arena", "workspace", "workers", "unknown". */
 const char *docs_owner_kind(uint32_t kind);
 

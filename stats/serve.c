@@ -91,265 +91,27 @@ static void daemon_facts_free(struct docs_daemon *d)
 	free((void *)d->rejected);
 }
 
-/* ---------------------------------------------------------------------- */
-/* Prometheus text                                                         */
-/* ---------------------------------------------------------------------- */
-
-/* A label value: UTF-8 text escaped as the format says; text that is
- * not valid UTF-8 keeps only its printable ASCII. */
-static void label_value(FILE *f, const char *s)
-{
-	json_t *valid = json_string(s);
-	bool utf8 = valid != NULL;
-
-	json_decref(valid);
-	for (; *s != '\0'; s++) {
-		if (!utf8 && (*s < 0x20 || *s >= 0x7f)) {
-			fputc('?', f);
-			continue;
-		}
-		if (*s == '\\' || *s == '"')
-			fprintf(f, "\\%c", *s);
-		else if (*s == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*s, f);
-	}
-}
-
-static void proc_labels(FILE *f, const struct registry_proc *p)
-{
-	const char *base = strrchr(p->seg.exe, '/');
-
-	fprintf(f, "{pid=\"%d\",exe=\"", p->seg.pid);
-	label_value(f, base != NULL ? base + 1 : p->seg.exe);
-	fputs("\"}", f);
-}
-
-enum metric_src { M_TOTAL, M_THREAD };
-
-struct metric {
-	const char *name, *type, *help;
-	enum metric_src src;
-	size_t off; /* into struct segread_totals or struct scratch__counters */
-};
-
-#define MT(n, t, h, f)                                                                             \
-	{                                                                                          \
-		n, t, h, M_TOTAL, offsetof(struct segread_totals, f)                               \
-	}
-#define MC(n, t, h, f)                                                                             \
-	{                                                                                          \
-		n, t, h, M_THREAD, offsetof(struct scratch__counters, f)                           \
-	}
-
-static const struct metric metrics[] = {
-        MT("scratch_allocs_total", "counter", "Pooled allocations.", allocs),
-        MT("scratch_cache_hits_total", "counter", "Allocations served by the thread's cache.",
-           hits),
-        MT("scratch_depot_hits_total", "counter", "Allocations served by the depot.", depot_hits),
-        MT("scratch_growths_total", "counter", "Allocations served with fresh pages.", misses),
-        MT("scratch_frees_total", "counter", "Pool blocks released.", frees),
-        MT("scratch_remote_frees_total", "counter", "Blocks freed by another thread.", remote_in),
-        MT("scratch_passthrough_calls_total", "counter",
-           "Allocation calls the shim sent to its backend.", passthrough),
-        MT("scratch_retained_bytes", "gauge", "Bytes of pool blocks held.", retained),
-        MT("scratch_leased_bytes", "gauge", "Bytes of pool blocks lent now.", leased),
-        MT("scratch_peak_leased_bytes", "gauge", "Sum of per-thread peaks of leased.", peak_leased),
-        MT("scratch_growth_bytes_total", "counter", "Bytes of fresh blocks grown.", growth_bytes),
-        MT("scratch_trimmed_bytes_total", "counter", "Bytes returned to the OS.", trimmed),
-        MT("scratch_depot_bytes", "gauge", "Idle bytes in the depot.", depot_bytes),
-        MT("scratch_threads", "gauge", "Threads with a live cache.", threads_live),
-        MC("scratch_thread_allocs_total", "counter", "Pooled allocations of one thread.", allocs),
-        MC("scratch_thread_cache_hits_total", "counter",
-           "Allocations of one thread served by its cache.", hits),
-        MC("scratch_thread_depot_hits_total", "counter",
-           "Allocations of one thread served by the depot.", depot_hits),
-        MC("scratch_thread_growths_total", "counter",
-           "Allocations of one thread served with fresh pages.", misses),
-        MC("scratch_thread_retained_bytes", "gauge", "Bytes of pool blocks one thread holds.",
-           retained),
-        MC("scratch_thread_leased_bytes", "gauge",
-           "Bytes one thread has lent, less what other threads freed back.", leased),
-};
-
-static void metric_samples(FILE *f, const struct metric *m, const struct registry_proc *p)
-{
-	if (m->src == M_TOTAL) {
-		proc_labels(f, p);
-		fprintf(f, " %llu\n",
-		        (unsigned long long)*(const uint64_t *)((const char *)&p->tot + m->off));
-		return;
-	}
-	for (uint32_t i = 0; i < p->nthreads; i++) {
-		const struct segread_thread *t = &p->threads[i];
-		uint64_t v = *(const uint64_t *)((const char *)&t->c + m->off);
-
-		if (m->off == offsetof(struct scratch__counters, leased))
-			v = segread_leased(&t->c);
-		else if (m->off == offsetof(struct scratch__counters, retained))
-			v = segread_retained(&t->c);
-		fprintf(f, "%s{pid=\"%d\",tid=\"%d\",name=\"", m->name, p->seg.pid, t->tid);
-		label_value(f, t->name);
-		fprintf(f, "\"} %llu\n", (unsigned long long)v);
-	}
-}
-
-/* Per size class series: one metric family each, a class label (the
- * class's block size in bytes) beside the process labels. */
-static const struct class_metric {
-	const char *name, *type, *help;
-	size_t off; /* into struct segread_class */
-} class_metrics[] = {
-        {"scratch_class_requests_total", "counter", "Pooled requests of one size class.",
-         offsetof(struct segread_class, requests)},
-        {"scratch_class_cache_hits_total", "counter",
-         "Requests of one size class served by the thread's cache.",
-         offsetof(struct segread_class, hits)},
-        {"scratch_class_depot_hits_total", "counter",
-         "Requests of one size class served by the depot.",
-         offsetof(struct segread_class, depot_hits)},
-        {"scratch_class_larger_hits_total", "counter",
-         "Requests of one size class served by an idle block of a larger class.",
-         offsetof(struct segread_class, larger_hits)},
-        {"scratch_class_growths_total", "counter",
-         "Requests of one size class served with fresh pages.",
-         offsetof(struct segread_class, misses)},
-        {"scratch_class_leased_bytes", "gauge", "Bytes of one size class's blocks lent now.",
-         offsetof(struct segread_class, leased_bytes)},
-        {"scratch_class_idle_bytes", "gauge", "Bytes of one size class's blocks held idle.",
-         offsetof(struct segread_class, idle_bytes)},
-};
-
-static void class_series(FILE *f)
-{
-	for (size_t i = 0; i < sizeof(class_metrics) / sizeof(class_metrics[0]); i++) {
-		const struct class_metric *m = &class_metrics[i];
-
-		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name, m->type);
-		for (const struct registry_proc *p = registry_next(NULL); p != NULL;
-		     p = registry_next(p)) {
-			const char *base = strrchr(p->seg.exe, '/');
-
-			for (uint32_t k = 0; k < p->nclasses; k++) {
-				const struct segread_class *c = &p->classes[k];
-
-				fprintf(f, "%s{pid=\"%d\",exe=\"", m->name, p->seg.pid);
-				label_value(f, base != NULL ? base + 1 : p->seg.exe);
-				fprintf(f, "\",class=\"%llu\"} %llu\n",
-				        (unsigned long long)c->capacity,
-				        (unsigned long long)*(const uint64_t *)((const char *)c +
-				                                                m->off));
-			}
-		}
-	}
-}
-
-/* The registry's bounds in the Prometheus text (registry_json's facts). */
-static void registry_metrics(FILE *f)
-{
-	struct registry_counts n;
-
-	registry_counts(&n);
-	fprintf(f,
-	        "# HELP scratchd_memory_bytes Bytes scratchd keeps for processes.\n"
-	        "# TYPE scratchd_memory_bytes gauge\n"
-	        "scratchd_memory_bytes %llu\n"
-	        "# HELP scratchd_memory_budget_bytes The most scratchd keeps for processes.\n"
-	        "# TYPE scratchd_memory_budget_bytes gauge\n"
-	        "scratchd_memory_budget_bytes %llu\n"
-	        "# HELP scratchd_evicted_processes_total Exited processes forgotten early.\n"
-	        "# TYPE scratchd_evicted_processes_total counter\n"
-	        "scratchd_evicted_processes_total{reason=\"max_exited\"} %llu\n"
-	        "scratchd_evicted_processes_total{reason=\"memory_budget\"} %llu\n"
-	        "# HELP scratchd_refused_processes_total Segments not adopted for lack of budget.\n"
-	        "# TYPE scratchd_refused_processes_total counter\n"
-	        "scratchd_refused_processes_total %llu\n"
-	        "# HELP scratchd_dropped_samples_total History samples dropped for the budget.\n"
-	        "# TYPE scratchd_dropped_samples_total counter\n"
-	        "scratchd_dropped_samples_total %llu\n"
-	        "# HELP scratchd_dropped_records_total Trace records dropped for the budget.\n"
-	        "# TYPE scratchd_dropped_records_total counter\n"
-	        "scratchd_dropped_records_total %llu\n",
-	        (unsigned long long)n.mem_used, (unsigned long long)n.budget,
-	        (unsigned long long)n.evicted_cap, (unsigned long long)n.evicted_budget,
-	        (unsigned long long)n.refused, (unsigned long long)n.hist_dropped,
-	        (unsigned long long)n.trace_dropped);
-}
-
-/* One sample per process of a family that proc_labels labels. */
-static void proc_family(FILE *f, const char *name, const char *type, const char *help,
-                        const struct registry_proc **v, size_t n,
-                        unsigned long long (*value)(const struct registry_proc *))
-{
-	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-	for (size_t k = 0; k < n; k++) {
-		fputs(name, f);
-		proc_labels(f, v[k]);
-		fprintf(f, " %llu\n", value(v[k]));
-	}
-}
-
-static unsigned long long proc_up(const struct registry_proc *p)
-{
-	return p->live ? 1 : 0;
-}
-
-static unsigned long long proc_drained(const struct registry_proc *p)
-{
-	return p->drained;
-}
-
-static unsigned long long proc_lost(const struct registry_proc *p)
-{
-	return p->lost;
-}
-
+/* The Prometheus text of every pid's newest image, malloc'd; NULL without
+ * memory. Under the registry's lock. */
 static char *metrics_text(size_t *ret_len)
 {
-	char *buf = NULL;
-	FILE *f = open_memstream(&buf, ret_len);
-	struct registry_counts cnt;
-	size_t n;
+	struct registry_counts counts;
 	const struct registry_proc **v;
+	char *buf = NULL;
+	FILE *f;
+	size_t n;
 
-	if (f == NULL)
-		return NULL;
+	registry_counts(&counts);
 	v = registry_images(&n);
-	if (v == NULL && registry_next(NULL) != NULL) {
-		fclose(f);
-		free(buf);
+	if (v == NULL && counts.live + counts.exited > 0)
+		return NULL;
+	f = open_memstream(&buf, ret_len);
+	if (f == NULL) {
+		free(v);
 		return NULL;
 	}
-	for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++) {
-		const struct metric *m = &metrics[i];
-
-		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name, m->type);
-		for (size_t k = 0; k < n; k++) {
-			if (m->src == M_TOTAL)
-				fputs(m->name, f);
-			metric_samples(f, m, v[k]);
-		}
-	}
-	proc_family(f, "scratch_up", "gauge", "1 while the process is live, 0 once it exited.", v,
-	            n, proc_up);
-	proc_family(f, "scratch_trace_records_total", "counter", "Growth records drained.", v, n,
-	            proc_drained);
-	proc_family(f, "scratch_trace_lost_records_total", "counter",
-	            "Growth records lost to ring wrap.", v, n, proc_lost);
+	docs_metrics(f, v, n, &counts);
 	free(v);
-	registry_counts(&cnt);
-	fprintf(f,
-	        "# HELP scratchd_processes Processes scratchd knows.\n"
-	        "# TYPE scratchd_processes gauge\n"
-	        "scratchd_processes{state=\"live\"} %u\n"
-	        "scratchd_processes{state=\"exited\"} %u\n"
-	        "# HELP scratchd_rejected_segments Segment files refused as invalid.\n"
-	        "# TYPE scratchd_rejected_segments gauge\n"
-	        "scratchd_rejected_segments %u\n",
-	        cnt.live, cnt.exited, cnt.rejected);
-	class_series(f);
-	registry_metrics(f);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;
@@ -395,7 +157,7 @@ static enum MHD_Result flush(struct MHD_Connection *c)
 	if (r == NULL)
 		return MHD_NO;
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, pending.type);
-	MHD_add_response_header(r, "X-Scratch-Protocol", "1");
+	MHD_add_response_header(r, STATS_PROTOCOL_HEADER, STATS_STR(STATS_PROTOCOL));
 	ret = MHD_queue_response(c, pending.status, r);
 	MHD_destroy_response(r);
 	return ret;
