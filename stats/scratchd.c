@@ -330,11 +330,36 @@ static int loop(int ino, int sig)
 	}
 }
 
+/*
+ * The poll loop's descriptors: a signalfd for SIGTERM, SIGINT and SIGHUP
+ * (blocked here, before any thread starts, so every HTTP thread inherits
+ * the mask) and an inotify watch on the run directory. Returns 0, or -1
+ * with the cause logged.
+ */
+static int watch(const char *run_dir, int *ret_ino, int *ret_sig)
+{
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	*ret_sig = signalfd(-1, &mask, SFD_CLOEXEC);
+	*ret_ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (*ret_sig < 0 || *ret_ino < 0 ||
+	    inotify_add_watch(*ret_ino, run_dir, IN_MOVED_TO | IN_CREATE | IN_CLOSE_WRITE) < 0) {
+		logmsg("inotify on %s: %s", run_dir, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *run_dir_arg = NULL, *listen_on = NULL;
 	char err[PATH_MAX + 128], run_dir[PATH_MAX], socket_path[PATH_MAX];
-	sigset_t mask;
 	bool activated;
 	int rc, ufd, ino, sig;
 
@@ -361,21 +386,8 @@ int main(int argc, char **argv)
 		logmsg("%s", err);
 		return 1;
 	}
-	/* SIGTERM and SIGINT arrive through a signalfd; blocked before any
-	 * thread starts so every HTTP thread inherits the mask. */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	sig = signalfd(-1, &mask, SFD_CLOEXEC);
-	ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (sig < 0 || ino < 0 ||
-	    inotify_add_watch(ino, run_dir, IN_MOVED_TO | IN_CREATE | IN_CLOSE_WRITE) < 0) {
-		logmsg("inotify on %s: %s", run_dir, strerror(errno));
+	if (watch(run_dir, &ino, &sig) != 0)
 		return 1;
-	}
 	ufd = activated_socket();
 	activated = ufd >= 0;
 	if (ufd < 0)
