@@ -1,7 +1,9 @@
 /*
- * serve.c - scratchd's HTTP side: JSON on the Unix socket, Prometheus
- * text on /metrics (also on --listen 127.0.0.1:PORT, which serves nothing
- * else: no addresses leave the socket).
+ * serve.c - scratchd's HTTP side: routes each request to a document of
+ * the registry's processes (docs.c renders them, JSON on the Unix socket,
+ * the Prometheus text on /metrics, also on --listen 127.0.0.1:PORT, which
+ * serves nothing else: no addresses leave the socket). It holds the
+ * registry's lock while a document is built, never while it is sent.
  *
  *   GET /v1                          protocol and daemon facts
  *   GET /v1/processes                every known process (summary)
