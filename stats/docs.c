@@ -41,7 +41,8 @@ static json_t *rate(uint64_t requests, uint64_t misses)
 	                           (double)requests);
 }
 
-const char *docs_owner_kind(uint32_t kind)
+/* The owner kind's name: "arena", "workspace", "workers", "unknown". */
+static const char *docs_owner_kind(uint32_t kind)
 {
 	switch (kind) {
 	case SCRATCH__OWNER_ARENA:

@@ -63,7 +63,4 @@ json_t *docs_error(const char *msg);
 void docs_metrics(FILE *f, const struct registry_proc *const *images, size_t n,
                   const struct registry_counts *counts);
 
-/* The owner kind's name: "arena", "workspace", "workers", "unknown". */
-const char *docs_owner_kind(uint32_t kind);
-
 #endif /* SCRATCH_STATS_DOCS_H */
