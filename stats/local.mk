@@ -8,11 +8,21 @@ libscratch_segread_la_SOURCES = stats/segread.c stats/segread.h stats/common.c s
 	src/segment.h src/internal.h src/scratch.h
 libscratch_segread_la_CFLAGS = $(AM_CFLAGS)
 
-stats_scratchd_SOURCES = stats/scratchd.c stats/scratchd.h stats/serve.c
-stats_scratchd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS)
-stats_scratchd_LDADD = libscratch_segread.la $(MHD_LIBS) $(JANSSON_LIBS) $(PTHREAD_LIBS)
+# The daemon's process table (registry) and the documents it serves, from
+# one field table (docs, fields): a library, so that tests/check_fields.c
+# renders the same documents.
+noinst_LTLIBRARIES += libscratch_daemon.la
+libscratch_daemon_la_SOURCES = stats/registry.c stats/registry.h \
+	stats/docs.c stats/docs.h stats/fields.c stats/fields.h
+libscratch_daemon_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
-stats_scratchstat_SOURCES = stats/scratchstat.c stats/symbols.c stats/symbols.h
+stats_scratchd_SOURCES = stats/scratchd.c stats/serve.c stats/serve.h
+stats_scratchd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS)
+stats_scratchd_LDADD = libscratch_daemon.la libscratch_segread.la $(MHD_LIBS) $(JANSSON_LIBS) \
+	$(PTHREAD_LIBS)
+
+stats_scratchstat_SOURCES = stats/scratchstat.c stats/client.c stats/client.h \
+	stats/views.c stats/views.h stats/symbols.c stats/symbols.h
 stats_scratchstat_CPPFLAGS = $(AM_CPPFLAGS) -DSCRATCH_SBINDIR='"$(sbindir)"'
 stats_scratchstat_CFLAGS = $(AM_CFLAGS) $(CURL_CFLAGS) $(JANSSON_CFLAGS) $(DW_CFLAGS)
 stats_scratchstat_LDADD = libscratch_segread.la $(CURL_LIBS) $(JANSSON_LIBS) $(DW_LIBS) -ldl

@@ -23,5 +23,6 @@ Suite *segread_suite(void);
 Suite *topology_suite(void);
 Suite *placement_suite(void);
 Suite *faults_suite(void);
+Suite *fields_suite(void);
 
 #endif
