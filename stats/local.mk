@@ -12,10 +12,13 @@ stats_scratchd_SOURCES = stats/scratchd.c stats/scratchd.h stats/serve.c
 stats_scratchd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS)
 stats_scratchd_LDADD = libscratch_segread.la $(MHD_LIBS) $(JANSSON_LIBS) $(PTHREAD_LIBS)
 
-stats_scratchstat_SOURCES = stats/scratchstat.c stats/symbols.c stats/symbols.h
-stats_scratchstat_CPPFLAGS = $(AM_CPPFLAGS) -DSCRATCH_SBINDIR='"$(sbindir)"'
+stats_scratchstat_SOURCES = stats/scratchstat.c stats/symbols.c stats/symbols.h \
+	stats/audit.c stats/audit.h stats/audit_cli.c stats/audit_cli.h
+stats_scratchstat_CPPFLAGS = $(AM_CPPFLAGS) -DSCRATCH_SBINDIR='"$(sbindir)"' \
+	-DSCRATCH_LIBDIR='"$(libdir)"'
 stats_scratchstat_CFLAGS = $(AM_CFLAGS) $(CURL_CFLAGS) $(JANSSON_CFLAGS) $(DW_CFLAGS)
-stats_scratchstat_LDADD = libscratch_segread.la $(CURL_LIBS) $(JANSSON_LIBS) $(DW_LIBS) -ldl
+stats_scratchstat_LDADD = libscratch_locality.la libscratch_segread.la $(CURL_LIBS) \
+	$(JANSSON_LIBS) $(DW_LIBS) -ldl
 
 # The segment reader's fuzz target: a standalone driver that `make check`
 # runs briefly over generated segments (tests/stats_hostile.test), and a

@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "audit_cli.h"
 #include "common.h"
 #include "symbols.h"
 
@@ -1164,7 +1165,9 @@ static void usage(FILE *f)
 	      "[--frames]\n"
 	      "       scratchstat [options] owners PID\n"
 	      "       scratchstat [options] sizes PID\n"
-	      "       scratchstat [options] history PID\n",
+	      "       scratchstat [options] history PID\n"
+	      "       scratchstat audit [--json] [--preload PATH] -- COMMAND [ARGS...]\n"
+	      "       scratchstat audit [--json] [--for SECONDS] PID\n",
 	      f);
 }
 
@@ -1370,6 +1373,9 @@ int main(int argc, char **argv)
 	bool bad;
 	int rc;
 
+	rc = audit_dispatch(argc, argv); /* the audit reads the segment, not scratchd */
+	if (rc >= 0)
+		return rc;
 	rc = parse_opts(argc, argv);
 	if (rc == EX_OK)
 		rc = parse_request(argc - optind, argv + optind, &req);
