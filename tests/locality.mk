@@ -9,7 +9,8 @@ tests_host_locality_tool_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_host_locality_tool_LDADD = libscratch_locality.la libscratch_segread.la $(JANSSON_LIBS)
 
 TESTS += tests/locality_host.test tests/guest_locality.test
-EXTRA_DIST += tests/locality_host.test tests/guest_locality.test tests/locality_lib.sh
+EXTRA_DIST += tests/locality_host.test tests/guest_locality.test tests/locality_lib.sh \
+	tests/audit_guest.sh
 
 # The modules' unit suites, in the one Check runner.
 tests_check_scratch_SOURCES += tests/check_locality.c
