@@ -711,6 +711,11 @@ int audit_attach(pid_t pid, const struct audit_opts *o, audit_t **ret, char *err
 	return 0;
 }
 
+static bool stop_signal(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
 /* The launched child stopped or ended: its exit stop gets the last
  * placement pass, any other stop is let go as it came. */
 static void child_event(struct audit *a, int status)
@@ -725,8 +730,12 @@ static void child_event(struct audit *a, int status)
 	if (status >> 16 == PTRACE_EVENT_EXIT) {
 		refresh(a, true);
 		ptrace(PTRACE_CONT, a->pid, NULL, NULL);
-	} else if (status >> 16 == PTRACE_EVENT_STOP) {
+	} else if (status >> 16 == PTRACE_EVENT_STOP && stop_signal(WSTOPSIG(status))) {
+		/* a group-stop (SIGSTOP, ^Z): it stays stopped until SIGCONT */
 		ptrace(PTRACE_LISTEN, a->pid, NULL, NULL);
+	} else if (status >> 16 == PTRACE_EVENT_STOP) {
+		/* a seized tracee's trap on a job-control change (SIGCONT) */
+		ptrace(PTRACE_CONT, a->pid, NULL, NULL);
 	} else {
 		ptrace(PTRACE_CONT, a->pid, NULL, (void *)(uintptr_t)WSTOPSIG(status));
 	}
