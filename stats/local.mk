@@ -22,10 +22,13 @@ stats_scratchd_LDADD = libscratch_daemon.la libscratch_segread.la $(MHD_LIBS) $(
 	$(PTHREAD_LIBS)
 
 stats_scratchstat_SOURCES = stats/scratchstat.c stats/client.c stats/client.h \
-	stats/views.c stats/views.h stats/symbols.c stats/symbols.h
-stats_scratchstat_CPPFLAGS = $(AM_CPPFLAGS) -DSCRATCH_SBINDIR='"$(sbindir)"'
+	stats/views.c stats/views.h stats/symbols.c stats/symbols.h \
+	stats/audit.c stats/audit.h stats/audit_cli.c stats/audit_cli.h
+stats_scratchstat_CPPFLAGS = $(AM_CPPFLAGS) -DSCRATCH_SBINDIR='"$(sbindir)"' \
+	-DSCRATCH_LIBDIR='"$(libdir)"'
 stats_scratchstat_CFLAGS = $(AM_CFLAGS) $(CURL_CFLAGS) $(JANSSON_CFLAGS) $(DW_CFLAGS)
-stats_scratchstat_LDADD = libscratch_segread.la $(CURL_LIBS) $(JANSSON_LIBS) $(DW_LIBS) -ldl
+stats_scratchstat_LDADD = libscratch_locality.la libscratch_segread.la $(CURL_LIBS) \
+	$(JANSSON_LIBS) $(DW_LIBS) -ldl
 
 # The segment reader's fuzz target: a standalone driver that `make check`
 # runs briefly over generated segments (tests/stats_hostile.test), and a

@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "audit_cli.h"
 #include "client.h"
 #include "common.h"
 #include "views.h"
@@ -60,6 +61,10 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		fprintf(f, "       scratchstat [options] %s %s\n", commands[i].name,
 		        commands[i].usage);
+	/* the audit has options of its own (audit_dispatch) */
+	fputs("       scratchstat audit [--json] [--preload PATH] -- COMMAND [ARGS...]\n"
+	      "       scratchstat audit [--json] [--for SECONDS] PID\n",
+	      f);
 }
 
 static bool parse_pid(const char *s, pid_t *ret)
@@ -254,6 +259,9 @@ int main(int argc, char **argv)
 	bool bad;
 	int rc;
 
+	rc = audit_dispatch(argc, argv); /* the audit reads the segment, not scratchd */
+	if (rc >= 0)
+		return rc;
 	rc = parse_opts(argc, argv);
 	if (rc == EX_OK)
 		rc = parse_request(argc - optind, argv + optind, &opt.req, &run);

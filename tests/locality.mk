@@ -15,8 +15,14 @@ tests_host_numa_depot_SOURCES = tests/host_numa_depot.c
 tests_host_numa_depot_LDFLAGS = -static
 tests_host_numa_depot_LDADD = libscratch.la $(PTHREAD_LIBS)
 
-TESTS += tests/locality_host.test tests/guest_locality.test
-EXTRA_DIST += tests/locality_host.test tests/guest_locality.test tests/locality_lib.sh
+check_PROGRAMS += tests/host_audit
+tests_host_audit_SOURCES = tests/host_audit.c
+tests_host_audit_CFLAGS = $(AM_CFLAGS) -fno-builtin
+tests_host_audit_LDADD = $(PTHREAD_LIBS)
+
+TESTS += tests/locality_host.test tests/guest_locality.test tests/audit_host.test
+EXTRA_DIST += tests/locality_host.test tests/guest_locality.test tests/locality_lib.sh \
+	tests/audit_guest.sh tests/audit_host.test
 
 # The modules' unit suites, in the one Check runner.
 tests_check_scratch_SOURCES += tests/check_locality.c
