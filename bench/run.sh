@@ -10,9 +10,10 @@
 #      (--vary), with what part of each whole-run gap is first touch;
 #   1c. a large-block churn host (bench/churn) under each shim against its
 #      backend alone;
-#   2. stats and tracing on versus off on the decode loop under the shim;
+#   2. stats and tracing on versus off on the decode loop under the shim,
+#      timed and counted (callgrind);
 #   3. small-allocation pass-through (bench/small) under each shim against
-#      its backend alone;
+#      its backend alone and a bare forwarder in front of it (bench/forward.c);
 #   4. a pooled malloc+free hit through each shim (bench/pair): ns per pair,
 #      and instructions per pair counted with callgrind;
 #   5. every program in $BENCH_PROGRAMS, each printing its own table.
