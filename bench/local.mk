@@ -50,12 +50,19 @@ bench_workers_LDFLAGS = $(OPENMP_CFLAGS)
 bench_workers_LDADD = libscratch.la $(PTHREAD_LIBS)
 BENCH_RUN += bench/workers
 
-# A forwarding interposer (bench/forward.c): the cost of interposition alone,
+# Forwarding interposers (bench/forward.c): the cost of interposition alone,
 # beside the shim in the small-allocation table.
 noinst_LTLIBRARIES += bench/libforward.la
 bench_libforward_la_SOURCES = bench/forward.c
 bench_libforward_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -fno-plt
 bench_libforward_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+# The same in front of jemalloc (preloaded before libjemalloc.so.2).
+noinst_LTLIBRARIES += bench/libforward-jemalloc.la
+bench_libforward_jemalloc_la_SOURCES = bench/forward.c
+bench_libforward_jemalloc_la_CPPFLAGS = $(AM_CPPFLAGS) -DFORWARD_JEMALLOC
+bench_libforward_jemalloc_la_CFLAGS = $(AM_CFLAGS) $(JEMALLOC_CFLAGS) -fvisibility=hidden -fno-plt
+bench_libforward_jemalloc_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+bench_libforward_jemalloc_la_LIBADD = $(JEMALLOC_LIBS) -ldl
 
 # First-toucher sampling's cost per page fault (issue 14): stats/faults.c.
 noinst_PROGRAMS += bench/faults
