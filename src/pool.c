@@ -2209,42 +2209,71 @@ size_t scratch_trim(void)
 /* Statistics                                                              */
 /* ---------------------------------------------------------------------- */
 
-static void add_counters(struct scratch_stats *st, const struct scratch__counters *s)
+/* The public figures from scratch_seg_totals()'s sums. */
+static void stats_from_totals(struct scratch_stats *st, const struct scratch_seg_totals *t)
 {
-	st->allocs += s->allocs;
-	st->hits += s->hits;
-	st->depot_hits += s->depot_hits;
-	st->misses += s->misses;
-	st->frees += s->frees;
-	st->remote_frees_in += s->remote_in;
-	st->remote_frees_out += s->remote_out;
-	st->passthrough += s->passthrough;
-	st->retained += s->retained - s->decayed_bytes;
-	st->leased += s->leased - s->remote_in_bytes;
-	st->peak_leased += s->peak_leased;
+	st->allocs = t->allocs;
+	st->hits = t->hits;
+	st->depot_hits = t->depot_hits;
+	st->misses = t->misses;
+	st->frees = t->frees;
+	st->remote_frees_in = t->remote_in;
+	st->remote_frees_out = t->remote_out;
+	st->passthrough = t->passthrough;
+	st->retained = t->retained;
+	st->leased = t->leased;
+	st->peak_leased = t->peak_leased;
+	st->trimmed = t->trimmed;
+	st->threads = t->threads_seen;
+}
+
+/* scratch_seg_totals()'s walk over the thread slots in use (*ctx: the
+ * next index), under g.lock. */
+static bool next_slot(void *ctx, struct scratch__counters *ret)
+{
+	uint32_t *i = ctx;
+
+	for (; *i < g.tcs_used; (*i)++)
+		if (g.tcs[*i].state != TC_FREE) {
+			scratch__counters_read(g.tcs[(*i)++].c, ret);
+			return true;
+		}
+	return false;
+}
+
+/* The calling thread's slot alone (*ctx: taken yet?). */
+static bool next_self(void *ctx, struct scratch__counters *ret)
+{
+	bool *taken = ctx;
+
+	if (*taken)
+		return false;
+	scratch__counters_read(tls_tc->c, ret);
+	*taken = true;
+	return true;
 }
 
 int scratch_stats_thread(struct scratch_stats *ret_stats)
 {
-	struct tcache *tc;
-	struct scratch__counters s;
+	struct scratch_seg_totals t;
+	bool taken = false;
 
 	if (ret_stats == NULL)
 		return -EINVAL;
 	memset(ret_stats, 0, sizeof(*ret_stats));
-	tc = tc_get();
-	if (!is_tc(tc))
+	if (!is_tc(tc_get()))
 		return 0;
-	scratch__counters_read(tc->c, &s);
-	add_counters(ret_stats, &s);
+	scratch_seg_totals(&t, next_self, &taken, NULL);
+	stats_from_totals(ret_stats, &t);
 	ret_stats->threads = 1;
 	return 0;
 }
 
 int scratch_stats_total(struct scratch_stats *ret_stats)
 {
-	struct scratch__counters s;
 	struct scratch_stats st = {0};
+	struct scratch_seg_totals t;
+	uint32_t i = 0;
 
 	if (ret_stats == NULL)
 		return -EINVAL;
@@ -2253,18 +2282,9 @@ int scratch_stats_total(struct scratch_stats *ret_stats)
 		return 0;
 	}
 	pthread_mutex_lock(&g.lock);
-	for (uint32_t i = 0; i < g.tcs_used; i++) {
-		if (g.tcs[i].state == TC_FREE)
-			continue;
-		scratch__counters_read(g.tcs[i].c, &s);
-		add_counters(&st, &s);
-	}
-	add_counters(&st, &g.proc->exited);
-	st.retained += g.proc->depot_bytes + g.proc->orphan_retained;
-	st.leased += g.proc->orphan_leased;
-	st.trimmed = g.proc->trimmed;
-	st.threads = g.proc->threads_seen;
+	scratch_seg_totals(&t, next_slot, &i, g.proc);
 	pthread_mutex_unlock(&g.lock);
+	stats_from_totals(&st, &t);
 	*ret_stats = st;
 	return 0;
 }
