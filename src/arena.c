@@ -320,13 +320,19 @@ void scratch_arena_destroy(scratch_arena_t *a)
 
 int scratch_arena_stats(const scratch_arena_t *a, struct scratch_arena_stats *ret_stats)
 {
-	if (!a || !ret_stats)
+	struct scratch_arena_stats st = {0};
+	size_t n;
+
+	if (!a || !ret_stats || (n = scratch__stats_len(ret_stats->size, sizeof(st))) == 0)
 		return -EINVAL;
-	ret_stats->chunks = a->n;
-	ret_stats->retained = a->retained;
-	ret_stats->used = a->leased;
-	ret_stats->peak_used = a->peak;
-	ret_stats->resets = a->resets;
-	ret_stats->growths = SCRATCH__LOAD(&a->oc->growths);
+	st.size = ret_stats->size;
+	st.version = SCRATCH_ARENA_STATS_VERSION;
+	st.chunks = a->n;
+	st.retained = a->retained;
+	st.used = a->leased;
+	st.peak_used = a->peak;
+	st.resets = a->resets;
+	st.growths = SCRATCH__LOAD(&a->oc->growths);
+	memcpy(ret_stats, &st, n);
 	return 0;
 }

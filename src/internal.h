@@ -115,6 +115,21 @@ SCRATCH_HIDDEN void scratch__fmt_quoted(char *buf, size_t len, size_t *pos, cons
                                         size_t n);
 
 /* ---------------------------------------------------------------------- */
+/* Public stats structs (scratch.h conventions)                           */
+/* ---------------------------------------------------------------------- */
+
+/* The bytes of a public stats struct of full bytes that a caller whose
+ * struct is size bytes knows (an older scratch.h's struct is a prefix of
+ * ours), or 0 when size holds no counter or is not a multiple of 8: the
+ * call then fails with -EINVAL. */
+static inline size_t scratch__stats_len(uint32_t size, size_t full)
+{
+	if (size < 16 || size % 8 != 0)
+		return 0;
+	return size < full ? size : full;
+}
+
+/* ---------------------------------------------------------------------- */
 /* OS layer (os.c)                                                        */
 /* ---------------------------------------------------------------------- */
 

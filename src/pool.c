@@ -2255,17 +2255,21 @@ static bool next_self(void *ctx, struct scratch__counters *ret)
 
 int scratch_stats_thread(struct scratch_stats *ret_stats)
 {
+	struct scratch_stats st = {0};
 	struct scratch_seg_totals t;
 	bool taken = false;
+	size_t n;
 
-	if (ret_stats == NULL)
+	if (ret_stats == NULL || (n = scratch__stats_len(ret_stats->size, sizeof(st))) == 0)
 		return -EINVAL;
-	memset(ret_stats, 0, sizeof(*ret_stats));
-	if (!is_tc(tc_get()))
-		return 0;
-	scratch_seg_totals(&t, next_self, &taken, NULL);
-	stats_from_totals(ret_stats, &t);
-	ret_stats->threads = 1;
+	if (is_tc(tc_get())) {
+		scratch_seg_totals(&t, next_self, &taken, NULL);
+		stats_from_totals(&st, &t);
+		st.threads = 1;
+	}
+	st.size = ret_stats->size;
+	st.version = SCRATCH_STATS_VERSION;
+	memcpy(ret_stats, &st, n);
 	return 0;
 }
 
@@ -2274,18 +2278,19 @@ int scratch_stats_total(struct scratch_stats *ret_stats)
 	struct scratch_stats st = {0};
 	struct scratch_seg_totals t;
 	uint32_t i = 0;
+	size_t n;
 
-	if (ret_stats == NULL)
+	if (ret_stats == NULL || (n = scratch__stats_len(ret_stats->size, sizeof(st))) == 0)
 		return -EINVAL;
-	if (!scratch__init()) {
-		*ret_stats = st;
-		return 0;
+	if (scratch__init()) {
+		pthread_mutex_lock(&g.lock);
+		scratch_seg_totals(&t, next_slot, &i, g.proc);
+		pthread_mutex_unlock(&g.lock);
+		stats_from_totals(&st, &t);
 	}
-	pthread_mutex_lock(&g.lock);
-	scratch_seg_totals(&t, next_slot, &i, g.proc);
-	pthread_mutex_unlock(&g.lock);
-	stats_from_totals(&st, &t);
-	*ret_stats = st;
+	st.size = ret_stats->size;
+	st.version = SCRATCH_STATS_VERSION;
+	memcpy(ret_stats, &st, n);
 	return 0;
 }
 
@@ -2331,9 +2336,8 @@ int scratch_stats_class(size_t size, struct scratch_class_stats *ret_stats)
 	unsigned bin, k;
 	size_t n;
 
-	if (ret_stats == NULL || ret_stats->size < sizeof(st))
+	if (ret_stats == NULL || (n = scratch__stats_len(ret_stats->size, sizeof(st))) == 0)
 		return -EINVAL;
-	n = ret_stats->size < sizeof(st) ? ret_stats->size : sizeof(st);
 	st.size = ret_stats->size;
 	st.version = SCRATCH_CLASS_STATS_VERSION;
 	if (!scratch__init() || size < g.min || size - g.min > g.span) {

@@ -564,10 +564,15 @@ size_t scratch_workspace_trim(scratch_workspace_t *ws)
 
 int scratch_workspace_stats(scratch_workspace_t *ws, struct scratch_workspace_stats *ret_stats)
 {
-	if (!ws || !ret_stats)
+	struct scratch_workspace_stats st;
+	size_t n;
+
+	if (!ws || !ret_stats || (n = scratch__stats_len(ret_stats->size, sizeof(st))) == 0)
 		return -EINVAL;
 	pthread_mutex_lock(&ws->lock);
-	*ret_stats = (struct scratch_workspace_stats){
+	st = (struct scratch_workspace_stats){
+	        .size = ret_stats->size,
+	        .version = SCRATCH_WORKSPACE_STATS_VERSION,
 	        .retained = ws->retained,
 	        .leased = ws->leased,
 	        .panel_bytes = ws->panel_bytes,
@@ -579,6 +584,7 @@ int scratch_workspace_stats(scratch_workspace_t *ws, struct scratch_workspace_st
 	        .lost = ws->lost,
 	};
 	pthread_mutex_unlock(&ws->lock);
+	memcpy(ret_stats, &st, n);
 	return 0;
 }
 

@@ -9,6 +9,7 @@ Suite *pool_suite(void);
 Suite *workers_suite(void);
 Suite *arena_suite(void);
 Suite *workspace_suite(void);
+Suite *stats_abi_suite(void);
 Suite *segread_suite(void);
 Suite *topology_suite(void);
 Suite *placement_suite(void);
