@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "debug.h"
 #include "internal.h"
 
 #define MAX_CHUNKS    48
@@ -68,6 +69,28 @@ struct scratch_arena {
 	struct rewind rw[REWIND_DEPTH];
 };
 
+#if defined(SCRATCH_DEBUG)
+/* The file header's equations, from the chunks. */
+static void check_accounts(const struct scratch_arena *a)
+{
+	uint64_t retained = 0, leased = 0;
+
+	for (unsigned i = 0; i < a->n; i++) {
+		SCRATCH_ASSERT(a->chunk[i].base != NULL && a->chunk[i].used <= a->chunk[i].cap);
+		retained += a->chunk[i].cap;
+		leased += a->chunk[i].used;
+	}
+	SCRATCH_ASSERT(retained == a->retained);
+	SCRATCH_ASSERT(leased == a->leased);
+	SCRATCH_ASSERT(a->leased <= a->retained && a->leased <= a->peak);
+}
+#else
+static inline void check_accounts(const struct scratch_arena *a)
+{
+	(void)a;
+}
+#endif
+
 static void publish(struct scratch_arena *a)
 {
 	struct scratch__owner_counters *oc = a->oc;
@@ -76,6 +99,7 @@ static void publish(struct scratch_arena *a)
 	SCRATCH__STORE(&oc->retained, a->retained);
 	SCRATCH__STORE(&oc->leased, a->leased);
 	scratch__seq_end(&oc->seq);
+	check_accounts(a);
 }
 
 scratch_arena_t *scratch_arena_new(const char *name, size_t chunk_size)

@@ -104,6 +104,12 @@ SCRATCH_HIDDEN void scratch__warn(const char *msg);
  * recorded in the stats segment where there is one. */
 SCRATCH_HIDDEN void scratch__env_warn(const struct scratch__conf *conf, const char *msg);
 
+/* A failed SCRATCH_ASSERT (debug.h): "scratch: file:line: assertion
+ * failed: expr" with one write(2) to fd 2, then abort(). Debug builds only
+ * call it. */
+SCRATCH_HIDDEN __attribute__((noreturn, cold)) void
+scratch__assert_fail(const char *file, unsigned line, const char *expr);
+
 /* Tiny formatter: appends to buf at *pos, never past len-1, NUL-terminates. */
 SCRATCH_HIDDEN void scratch__fmt_str(char *buf, size_t len, size_t *pos, const char *s);
 SCRATCH_HIDDEN void scratch__fmt_u64(char *buf, size_t len, size_t *pos, uint64_t v);

@@ -86,6 +86,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "debug.h"
 #include "internal.h"
 #include "segment.h" /* the reasons the pools may be off */
 #include "shim.h"
@@ -242,6 +243,8 @@ static inline uintptr_t blk_addr(const struct blk *d)
 /* Counter updates (single writer)                                         */
 /* ---------------------------------------------------------------------- */
 
+static inline void check_thread(const struct scratch__counters *c);
+
 /* count_lease() inside a sequence bracket the caller holds. */
 static inline void count_lease_in(struct scratch__counters *c, uint64_t cap, uint64_t *which)
 {
@@ -265,6 +268,7 @@ static inline void count_lease(struct scratch__counters *c, uint64_t cap, uint64
 	scratch__seq_begin(&c->seq);
 	count_lease_in(c, cap, which);
 	scratch__seq_end(&c->seq);
+	check_thread(c);
 }
 
 /* A release by c's thread of a block of class cls and capacity cap (0: not
@@ -276,6 +280,7 @@ static inline void count_release(struct scratch__counters *c, unsigned cls, uint
 	SCRATCH__ADD(&scratch__cls(c)->frees[cls - SCRATCH__CLS_FIRST], 1);
 	SCRATCH__SUB(&c->leased, cap);
 	scratch__seq_end(&c->seq);
+	check_thread(c);
 }
 
 static void count_retained(struct scratch__counters *c, int64_t delta)
@@ -283,6 +288,7 @@ static void count_retained(struct scratch__counters *c, int64_t delta)
 	scratch__seq_begin(&c->seq);
 	SCRATCH__STORE(&c->retained, c->retained + (uint64_t)delta);
 	scratch__seq_end(&c->seq);
+	check_thread(c);
 }
 
 void scratch__counters_read(const struct scratch__counters *c, struct scratch__counters *ret)
@@ -310,10 +316,94 @@ static void proc_begin(void)
 	scratch__seq_begin(&g.proc->seq);
 }
 
+static void check_proc(void);
+
 static void proc_end(void)
 {
 	scratch__seq_end(&g.proc->seq);
+	check_proc();
 }
+
+#if defined(SCRATCH_DEBUG)
+/* leased <= retained as reported, for the calling thread's counters c. A
+ * remote free pushes the block, then credits it: until the credit lands
+ * the block may count as leased and be gone from retained already (to the
+ * depot, or to a decay pass), so only a violation that outlasts the
+ * freer's few instructions is one. */
+static bool leased_within_retained(const struct scratch__counters *c)
+{
+	for (int tries = 0; tries < 100000; tries++) {
+		uint64_t rib = __atomic_load_n(&c->remote_in_bytes, __ATOMIC_ACQUIRE);
+		uint64_t dec = __atomic_load_n(&c->decayed_bytes, __ATOMIC_ACQUIRE);
+
+		if (c->leased - rib <= c->retained - dec)
+			return true;
+		sched_yield();
+	}
+	return false;
+}
+
+/* The thread equations of the file header, checked by c's writer as its
+ * bracket closes: only for the calling thread's own slot (a slot lost to
+ * fork may hold a torn update; the sentinels have many writers). Others
+ * only add to remote_in_bytes, which lowers leased as reported. */
+static void check_thread(const struct scratch__counters *c)
+{
+	if (c != tls_tc->c || c == &sentinel_counters.c)
+		return;
+	SCRATCH_ASSERT(c->allocs == c->hits + c->depot_hits + c->misses);
+	SCRATCH_ASSERT(c->larger_hits <= c->hits + c->depot_hits);
+	SCRATCH_ASSERT(c->leased - __atomic_load_n(&c->remote_in_bytes, __ATOMIC_ACQUIRE) <=
+	               c->peak_leased);
+	SCRATCH_ASSERT(leased_within_retained(c));
+}
+
+/* The process equations, under g.lock as proc->seq closes: live blocks
+ * per class add up to live_blocks; the depot's and the orphans' figures
+ * agree with each other and the limits. */
+static void check_proc(void)
+{
+	uint64_t live = 0;
+
+	for (unsigned k = 0; k < SCRATCH__CLS_COUNT; k++)
+		live += g.pcls->live[k];
+	SCRATCH_ASSERT(live == g.live_blocks);
+	SCRATCH_ASSERT(g.live_blocks <= g.nblk);
+	SCRATCH_ASSERT((g.proc->depot_blocks == 0) == (g.proc->depot_bytes == 0));
+	SCRATCH_ASSERT(g.proc->depot_bytes <= g.conf.depot_bytes);
+	SCRATCH_ASSERT(g.proc->orphan_leased <= g.proc->orphan_retained);
+	SCRATCH_ASSERT(g.proc->region_used <= g.proc->region_bytes);
+}
+
+/* The depot lists against their counters (a walk: at scratch_stats_total
+ * only). Under g.lock. */
+static void check_depot(void)
+{
+	uint64_t bytes = 0, blocks = 0;
+
+	for (unsigned bin = g.cls_base; bin < g.cls_base + g.nbins; bin++)
+		for (uint32_t id = g.depot_head[bin]; id != 0; id = g.blk[id].next) {
+			SCRATCH_ASSERT(g.blk[id].state == BLK_DEPOT && g.blk[id].cls == bin);
+			SCRATCH_ASSERT(g.blk[id].owner == 0);
+			bytes += g.cls_size[bin];
+			blocks++;
+		}
+	SCRATCH_ASSERT(bytes == g.proc->depot_bytes && blocks == g.proc->depot_blocks);
+}
+#else
+static inline void check_thread(const struct scratch__counters *c)
+{
+	(void)c;
+}
+
+static inline void check_proc(void)
+{
+}
+
+static inline void check_depot(void)
+{
+}
+#endif
 
 /* Slot of global class index cls in the per-class arrays. */
 #define CLS(cls) ((cls)-SCRATCH__CLS_FIRST)
@@ -665,6 +755,7 @@ static void depot_put(uint32_t id)
 	unsigned bin = d->cls;
 	uint64_t cap = g.cls_size[bin];
 
+	SCRATCH_ASSERT(d->state == BLK_LEASED || d->state == BLK_CACHED || d->state == BLK_REMOTE);
 	d->owner = 0;
 	if (g.proc->depot_bytes + cap <= g.conf.depot_bytes) {
 		d->state = BLK_DEPOT;
@@ -688,6 +779,7 @@ static void block_empty(uint32_t id)
 	unsigned bin = d->cls;
 	uint64_t cap = g.cls_size[bin];
 
+	SCRATCH_ASSERT(d->state == BLK_LEASED || d->state == BLK_CACHED || d->state == BLK_REMOTE);
 	d->owner = 0;
 	d->state = BLK_EMPTY;
 	pthread_mutex_unlock(&g.lock);
@@ -753,6 +845,7 @@ static uint32_t depot_take(unsigned bin)
 
 	if (id == 0)
 		return 0;
+	SCRATCH_ASSERT(g.blk[id].state == BLK_DEPOT && g.blk[id].cls == bin);
 	g.depot_head[bin] = g.blk[id].next;
 	proc_begin();
 	SCRATCH__SUB(&g.proc->depot_bytes, g.cls_size[bin]);
@@ -837,6 +930,7 @@ static void tc_drain_remote(struct tcache *tc)
 		uint64_t cap = g.cls_size[d->cls];
 
 		next = d->next;
+		SCRATCH_ASSERT(d->state == BLK_REMOTE && d->owner == tc->tag);
 		/* the limit from conf: g.cache_limit is 0 while a gate is up */
 		if (b->count < g.conf.cache_count && tc->cached_bytes + cap <= g.cache_bytes) {
 			d->state = BLK_CACHED;
@@ -1161,6 +1255,8 @@ static void list_push(uint32_t *list, uint32_t id)
 {
 	struct blk *d = &g.blk[id];
 
+	/* a decay pass takes idle blocks only */
+	SCRATCH_ASSERT(d->state == BLK_CACHED || d->state == BLK_REMOTE || d->state == BLK_DEPOT);
 	d->state = BLK_EMPTY;
 	d->owner = 0;
 	d->next = *list;
@@ -1209,6 +1305,7 @@ static uint64_t tc_take_remote(struct tcache *tc, uint32_t *list)
 		uint64_t cap = g.cls_size[d->cls];
 
 		next = d->next;
+		SCRATCH_ASSERT(d->state == BLK_REMOTE);
 		if (b->count < g.conf.cache_count && tc->cached_bytes + cap <= g.cache_bytes) {
 			d->state = BLK_CACHED;
 			d->stamp = __atomic_load_n(&tc->c->frees, __ATOMIC_RELAXED);
@@ -1550,6 +1647,7 @@ static uint32_t bin_pop(struct tcache *tc, unsigned b)
 	struct bin *bn = &tc->bins[b];
 	uint32_t id = bn->head;
 
+	SCRATCH_ASSERT(g.blk[id].state == BLK_CACHED && g.blk[id].cls == b);
 	bn->head = g.blk[id].next;
 	bn->count--;
 	tc->cached_bytes -= g.cls_size[b];
@@ -1634,6 +1732,7 @@ static uint32_t count_cache_hit(struct tcache *tc, uint32_t id, unsigned got, un
 		SCRATCH__ADD(&c->larger_hits, 1);
 	count_class_lease(scratch__cls(c), scratch__cls(c)->hits, bin, got, got != bin);
 	scratch__seq_end(&c->seq);
+	check_thread(c);
 	return id;
 }
 
@@ -1658,6 +1757,7 @@ static uint32_t depot_or_carve(struct tcache *tc, uint64_t size, unsigned bin, b
 		count_class_lease(scratch__cls(tc->c), scratch__cls(tc->c)->depot_hits, bin, got,
 		                  got != bin);
 		scratch__seq_end(&tc->c->seq);
+		check_thread(tc->c);
 		return id;
 	}
 	want = growth_class(tc, size, bin);
@@ -1683,6 +1783,7 @@ static uint32_t depot_or_carve(struct tcache *tc, uint64_t size, unsigned bin, b
 	count_class_lease(scratch__cls(tc->c), scratch__cls(tc->c)->misses, bin, want, false);
 	SCRATCH__ADD(&tc->c->growth_bytes, g.cls_size[want]);
 	scratch__seq_end(&tc->c->seq);
+	check_thread(tc->c);
 	scratch__trace_growth(tc->tid, g.cls_size[want], want, scratch__current_owner);
 	return id;
 }
@@ -1744,6 +1845,8 @@ SCRATCH_COLD static void *acquire_slow(uint64_t size, bool *ret_fresh)
 		return NULL;
 	}
 	d = &g.blk[id];
+	/* never lent twice: it came from a cache, the depot or an empty list */
+	SCRATCH_ASSERT(d->state != BLK_LEASED && d->state != BLK_REMOTE);
 	d->state = BLK_LEASED;
 	if (ret_fresh != NULL)
 		*ret_fresh = fresh && d->fresh;
@@ -1782,10 +1885,12 @@ static inline void *acquire_hit(uint64_t size, void *(*miss)(uint64_t))
 			__asm__("" : : : "memory");
 			b->count--;
 			tc->cached_bytes -= cap;
+			SCRATCH_ASSERT(d->state == BLK_CACHED && d->owner == tc->tag);
 			d->state = BLK_LEASED;
 			count_lease_in(c, cap, &c->hits);
 			SCRATCH__ADD(SCRATCH__CLS_AT(scratch__cls(c), hits, bin), 1);
 			scratch__seq_end(&c->seq);
+			check_thread(c);
 			return (void *)blk_addr(d);
 		}
 	}
@@ -1937,6 +2042,7 @@ static void remote_free(struct tcache *owner, uint32_t id, uint64_t cap)
 	struct blk *d = &g.blk[id];
 	uint32_t head = __atomic_load_n(&owner->remote_head, __ATOMIC_RELAXED);
 
+	SCRATCH_ASSERT(d->state == BLK_LEASED && d->owner == owner->tag);
 	d->state = BLK_REMOTE;
 	do {
 		d->next = head;
@@ -2019,6 +2125,7 @@ SCRATCH_COLD static void release_slow(struct tcache *tc, uint32_t id)
 		SCRATCH__ADD(&scratch__cls(tc->c)->frees[CLS(cls)], 1);
 		SCRATCH__ADD(&tc->c->remote_out, 1);
 		scratch__seq_end(&tc->c->seq);
+		check_thread(tc->c);
 	} else {
 		pthread_mutex_lock(&g.lock);
 		proc_begin();
@@ -2066,6 +2173,7 @@ static inline void release_block(uint32_t id)
 			SCRATCH__SUB(&c->leased, cap);
 			d->stamp = c->frees;
 			scratch__seq_end(&c->seq);
+			check_thread(c);
 			return;
 		}
 		SCRATCH__SUB(SCRATCH__CLS_AT(scratch__cls(c), frees, cls), 1);
@@ -2284,6 +2392,7 @@ int scratch_stats_total(struct scratch_stats *ret_stats)
 		return -EINVAL;
 	if (scratch__init()) {
 		pthread_mutex_lock(&g.lock);
+		check_depot();
 		scratch_seg_totals(&t, next_slot, &i, g.proc);
 		pthread_mutex_unlock(&g.lock);
 		stats_from_totals(&st, &t);
