@@ -10,8 +10,10 @@ tests_check_scratch_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_check_scratch_LDADD = libscratch.la libscratch_conf.la $(CHECK_LIBS) $(PTHREAD_LIBS)
 TESTS += tests/check_scratch
 
-TESTS += tests/exports.test tests/man.test tests/format.test tests/valgrind.test tests/dist.test
+TESTS += tests/exports.test tests/man.test tests/format.test tests/valgrind.test tests/dist.test \
+	tests/debug_asan.test
 EXTRA_DIST += tests/exports.test tests/man.test tests/format.test tests/valgrind.test tests/dist.test \
+	tests/debug_asan.test \
 	tests/env.sh.in tests/exports.expected tests/exports-preload.expected \
 	tests/valgrind.supp
 DISTCLEANFILES += tests/env.sh
