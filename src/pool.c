@@ -2349,15 +2349,15 @@ static bool next_slot(void *ctx, struct scratch__counters *ret)
 	return false;
 }
 
-/* The calling thread's slot alone (*ctx: taken yet?). */
-static bool next_self(void *ctx, struct scratch__counters *ret)
+/* One thread's counters alone: *ctx, then none (*ctx = NULL). */
+static bool next_one(void *ctx, struct scratch__counters *ret)
 {
-	bool *taken = ctx;
+	struct scratch__counters **c = ctx;
 
-	if (*taken)
+	if (*c == NULL)
 		return false;
-	scratch__counters_read(tls_tc->c, ret);
-	*taken = true;
+	scratch__counters_read(*c, ret);
+	*c = NULL;
 	return true;
 }
 
@@ -2365,13 +2365,16 @@ int scratch_stats_thread(struct scratch_stats *ret_stats)
 {
 	struct scratch_stats st = {0};
 	struct scratch_seg_totals t;
-	bool taken = false;
+	struct scratch__counters *c;
+	struct tcache *tc;
 	size_t n;
 
 	if (ret_stats == NULL || (n = scratch__stats_len(ret_stats->size, sizeof(st))) == 0)
 		return -EINVAL;
-	if (is_tc(tc_get())) {
-		scratch_seg_totals(&t, next_self, &taken, NULL);
+	tc = tc_get();
+	if (is_tc(tc)) {
+		c = tc->c;
+		scratch_seg_totals(&t, next_one, &c, NULL);
 		stats_from_totals(&st, &t);
 		st.threads = 1;
 	}
