@@ -11,9 +11,9 @@ tests_check_scratch_LDADD = libscratch.la libscratch_conf.la $(CHECK_LIBS) $(PTH
 TESTS += tests/check_scratch
 
 TESTS += tests/exports.test tests/man.test tests/format.test tests/valgrind.test tests/dist.test \
-	tests/debug_asan.test
+	tests/debug_asan.test tests/segment_header.test
 EXTRA_DIST += tests/exports.test tests/man.test tests/format.test tests/valgrind.test tests/dist.test \
-	tests/debug_asan.test \
+	tests/debug_asan.test tests/segment_header.test \
 	tests/env.sh.in tests/exports.expected tests/exports-preload.expected \
 	tests/valgrind.supp
 DISTCLEANFILES += tests/env.sh
