@@ -1466,7 +1466,7 @@ START_TEST(test_class_stats)
 
 	conf_add("decay_ms:0");
 	ck_assert_int_eq(scratch_stats_class(MIB, NULL), -EINVAL);
-	ck_assert_int_eq(scratch_stats_class(MIB, &k), -EINVAL); /* smaller than version 1 */
+	ck_assert_int_eq(scratch_stats_class(MIB, &k), -EINVAL); /* holds no counter */
 	k.size = sizeof(k);
 	ck_assert_int_eq(scratch_stats_class(4 * KIB, &k), -ERANGE); /* below min_size */
 	ck_assert_uint_eq(k.version, SCRATCH_CLASS_STATS_VERSION);
