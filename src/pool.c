@@ -903,6 +903,7 @@ static void tc_flush_locked(struct tcache *tc)
 			depot_put(id);
 		}
 	}
+	SCRATCH_ASSERT(tc->cached_bytes == moved); /* the bins held what it said */
 	tc->cached_bytes = 0;
 	if (moved != 0)
 		count_retained(tc->c, -(int64_t)moved);
@@ -1648,6 +1649,7 @@ static uint32_t bin_pop(struct tcache *tc, unsigned b)
 	uint32_t id = bn->head;
 
 	SCRATCH_ASSERT(g.blk[id].state == BLK_CACHED && g.blk[id].cls == b);
+	SCRATCH_ASSERT(bn->count > 0 && tc->cached_bytes >= g.cls_size[b]);
 	bn->head = g.blk[id].next;
 	bn->count--;
 	tc->cached_bytes -= g.cls_size[b];
