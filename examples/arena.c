@@ -12,7 +12,7 @@
 int main(void)
 {
 	scratch_arena_t *arena = scratch_arena_new("example-arena", 0);
-	struct scratch_arena_stats st;
+	struct scratch_arena_stats st = {.size = sizeof(st)};
 	struct scratch_arena_mark mark;
 	float *keep;
 

@@ -23,7 +23,7 @@ int main(void)
 	/* SCRATCH_THREADS and SCRATCH_SPIN decide the defaults. */
 	scratch_workers_t *w = scratch_workers_new(NULL);
 	float *a = malloc(sizeof(float) * ROWS * COLS), x[COLS], y[ROWS], ys[ROWS];
-	struct scratch_workers_stats st;
+	struct scratch_workers_stats st = {.size = sizeof(st)};
 	unsigned seen = 0, n;
 
 	if (!w || !a) {

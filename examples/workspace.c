@@ -45,7 +45,7 @@ int main(void)
 {
 	scratch_workers_t *w = scratch_workers_new(NULL);
 	scratch_workspace_t *ws = scratch_workspace_new("example-gemm", SCRATCH_WORKSPACE_TRACED);
-	struct scratch_workspace_stats st;
+	struct scratch_workspace_stats st = {.size = sizeof(st)};
 	struct scratch_growth rec[64];
 	float total = 0;
 	size_t nrec;

@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "debug.h"
 #include "internal.h"
 
 #define MAX_CHUNKS    48
@@ -68,6 +69,28 @@ struct scratch_arena {
 	struct rewind rw[REWIND_DEPTH];
 };
 
+#if defined(SCRATCH_DEBUG)
+/* The file header's equations, from the chunks. */
+static void check_accounts(const struct scratch_arena *a)
+{
+	uint64_t retained = 0, leased = 0;
+
+	for (unsigned i = 0; i < a->n; i++) {
+		SCRATCH_ASSERT(a->chunk[i].base != NULL && a->chunk[i].used <= a->chunk[i].cap);
+		retained += a->chunk[i].cap;
+		leased += a->chunk[i].used;
+	}
+	SCRATCH_ASSERT(retained == a->retained);
+	SCRATCH_ASSERT(leased == a->leased);
+	SCRATCH_ASSERT(a->leased <= a->retained && a->leased <= a->peak);
+}
+#else
+static inline void check_accounts(const struct scratch_arena *a)
+{
+	(void)a;
+}
+#endif
+
 static void publish(struct scratch_arena *a)
 {
 	struct scratch__owner_counters *oc = a->oc;
@@ -76,6 +99,7 @@ static void publish(struct scratch_arena *a)
 	SCRATCH__STORE(&oc->retained, a->retained);
 	SCRATCH__STORE(&oc->leased, a->leased);
 	scratch__seq_end(&oc->seq);
+	check_accounts(a);
 }
 
 scratch_arena_t *scratch_arena_new(const char *name, size_t chunk_size)
@@ -320,13 +344,19 @@ void scratch_arena_destroy(scratch_arena_t *a)
 
 int scratch_arena_stats(const scratch_arena_t *a, struct scratch_arena_stats *ret_stats)
 {
-	if (!a || !ret_stats)
+	struct scratch_arena_stats st = {0};
+	size_t n;
+
+	if (!a || !ret_stats || (n = scratch__stats_len(ret_stats->size, sizeof(st))) == 0)
 		return -EINVAL;
-	ret_stats->chunks = a->n;
-	ret_stats->retained = a->retained;
-	ret_stats->used = a->leased;
-	ret_stats->peak_used = a->peak;
-	ret_stats->resets = a->resets;
-	ret_stats->growths = SCRATCH__LOAD(&a->oc->growths);
+	st.size = ret_stats->size;
+	st.version = SCRATCH_ARENA_STATS_VERSION;
+	st.chunks = a->n;
+	st.retained = a->retained;
+	st.used = a->leased;
+	st.peak_used = a->peak;
+	st.resets = a->resets;
+	st.growths = SCRATCH__LOAD(&a->oc->growths);
+	memcpy(ret_stats, &st, n);
 	return 0;
 }

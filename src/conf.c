@@ -3,11 +3,13 @@
  * the other SCRATCH_* variables, and the library's only diagnostics channel.
  *
  * Everything here is pure or writes with one write(2): it runs inside
- * malloc, before stdio may be usable, so it never allocates.
+ * malloc, before stdio may be usable, so it never allocates. A failed
+ * SCRATCH_ASSERT (debug.h) says so the same way, then aborts.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -150,6 +152,20 @@ void scratch__warn(const char *msg)
 		/* nothing sensible is left to do */
 	}
 	errno = saved;
+}
+
+void scratch__assert_fail(const char *file, unsigned line, const char *expr)
+{
+	char msg[512];
+	size_t pos = 0;
+
+	scratch__fmt_str(msg, sizeof(msg), &pos, file);
+	scratch__fmt_str(msg, sizeof(msg), &pos, ":");
+	scratch__fmt_u64(msg, sizeof(msg), &pos, line);
+	scratch__fmt_str(msg, sizeof(msg), &pos, ": assertion failed: ");
+	scratch__fmt_str(msg, sizeof(msg), &pos, expr);
+	scratch__warn(msg);
+	abort();
 }
 
 void scratch__env_warn(const struct scratch__conf *conf, const char *msg)

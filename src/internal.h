@@ -3,8 +3,10 @@
  *
  * Nothing here is installed. It holds the parsed configuration, the OS
  * layer (os.c is the only file that calls mmap, madvise, futex and getcpu),
- * the per-thread counter block the pools write, and the hooks through which
- * the pools publish into the stats segment (segment.c, trace.c).
+ * and the hooks through which the pools publish into the stats segment
+ * (segment.c, trace.c). The counter blocks the pools write, the owner
+ * kinds and the sequence counts are the segment's format: segment.h,
+ * which this header includes.
  */
 #ifndef SCRATCH_INTERNAL_H
 #define SCRATCH_INTERNAL_H
@@ -15,13 +17,12 @@
 #include <sys/types.h>
 
 #include "scratch.h"
+#include "segment.h" /* the counter blocks, owner kinds and sequence counts */
 
 #define SCRATCH_HIDDEN __attribute__((visibility("hidden")))
 #define SCRATCH_COLD   __attribute__((cold, noinline))
 #define likely(x)      __builtin_expect(!!(x), 1)
 #define unlikely(x)    __builtin_expect(!!(x), 0)
-
-#define SCRATCH_CACHELINE 64
 
 /* ---------------------------------------------------------------------- */
 /* Configuration (conf.c)                                                 */
@@ -104,6 +105,12 @@ SCRATCH_HIDDEN void scratch__warn(const char *msg);
  * recorded in the stats segment where there is one. */
 SCRATCH_HIDDEN void scratch__env_warn(const struct scratch__conf *conf, const char *msg);
 
+/* A failed SCRATCH_ASSERT (debug.h): "scratch: file:line: assertion
+ * failed: expr" with one write(2) to fd 2, then abort(). Debug builds only
+ * call it. */
+SCRATCH_HIDDEN __attribute__((noreturn, cold)) void
+scratch__assert_fail(const char *file, unsigned line, const char *expr);
+
 /* Tiny formatter: appends to buf at *pos, never past len-1, NUL-terminates. */
 SCRATCH_HIDDEN void scratch__fmt_str(char *buf, size_t len, size_t *pos, const char *s);
 SCRATCH_HIDDEN void scratch__fmt_u64(char *buf, size_t len, size_t *pos, uint64_t v);
@@ -113,6 +120,21 @@ SCRATCH_HIDDEN void scratch__fmt_size(char *buf, size_t len, size_t *pos, uint64
  * characters on a terminal. */
 SCRATCH_HIDDEN void scratch__fmt_quoted(char *buf, size_t len, size_t *pos, const char *s,
                                         size_t n);
+
+/* ---------------------------------------------------------------------- */
+/* Public stats structs (scratch.h conventions)                           */
+/* ---------------------------------------------------------------------- */
+
+/* The bytes of a public stats struct of full bytes that a caller whose
+ * struct is size bytes knows (an older scratch.h's struct is a prefix of
+ * ours), or 0 when size holds no counter or is not a multiple of 8: the
+ * call then fails with -EINVAL. */
+static inline size_t scratch__stats_len(uint32_t size, size_t full)
+{
+	if (size < 16 || size % 8 != 0)
+		return 0;
+	return size < full ? size : full;
+}
 
 /* ---------------------------------------------------------------------- */
 /* OS layer (os.c)                                                        */
@@ -186,121 +208,8 @@ SCRATCH_HIDDEN bool scratch__os_membarrier(void);
  * Returns true when the pools are usable. */
 SCRATCH_HIDDEN bool scratch__init(void);
 
-/* ---------------------------------------------------------------------- */
-/* Per-thread counters                                                    */
-/* ---------------------------------------------------------------------- */
-
-/*
- * One thread's pool counters. When stats are on they live in the thread's
- * slot of the stats segment, so publishing costs the fast path nothing.
- *
- * The owner thread writes the first group with relaxed stores, inside a
- * sequence count (odd while writing). Other threads add to the second group
- * with atomic adds (remote frees), outside the sequence count. Readers use
- * scratch__counters_read().
- *
- *   leased (reported)   = leased - remote_in_bytes
- *   retained (reported) = retained - decayed_bytes
- *   allocs = hits + depot_hits + misses
- *   larger_hits <= hits + depot_hits
- *   leased (reported) <= retained (reported)
- */
-struct scratch__counters {
-	uint64_t seq;
-	uint64_t allocs;
-	uint64_t hits;
-	uint64_t depot_hits;
-	uint64_t misses;
-	uint64_t frees;
-	uint64_t remote_out;
-	uint64_t passthrough;
-	uint64_t retained;
-	uint64_t leased; /* gross: acquires minus own releases */
-	uint64_t peak_leased;
-	uint64_t growth_bytes; /* bytes of fresh blocks this thread grew */
-	uint64_t larger_hits;  /* hits (cache or depot) on an idle block of a larger class */
-	uint64_t pad0[3];
-	/* written by other threads (atomic add), on their own cache line */
-	uint64_t remote_in __attribute__((aligned(SCRATCH_CACHELINE)));
-	uint64_t remote_in_bytes;
-	/* idle blocks the decay pass took out of this thread's cache while the
-	 * thread was elsewhere (their pages returned, or the depot's now) */
-	uint64_t decayed_bytes;
-	uint64_t pad1[5];
-};
-
-/*
- * Per size class counters of one thread, indexed by global class index
- * minus SCRATCH__CLS_FIRST (the class of 16 KiB, the smallest min_size;
- * SCRATCH__CLS_COUNT classes reach 64 GiB). They follow the thread's
- * struct scratch__counters in memory (struct scratch__thread_counters), so
- * the hit and release fast paths reach them from the counter pointer they
- * hold with one add each. Same writers and sequence count as the counters.
- * By the class of the request:
- *   hits, depot_hits, misses, larger_hits    (as in struct scratch__counters)
- * by the class of the block:
- *   frees                                    (releases by this thread)
- *   lent_adj: blocks lent of class k = hits + depot_hits + misses + lent_adj
- *             (mod 2^64: a request served by a block of another class
- *             subtracts one from its class and adds one to the block's)
- * Summed over classes, hits, depot_hits, misses, larger_hits and frees are
- * the thread's totals.
- */
-#define SCRATCH__CLS_FIRST 55
-#define SCRATCH__CLS_COUNT 89
-
-struct scratch__class_counters {
-	uint64_t hits[SCRATCH__CLS_COUNT];
-	uint64_t depot_hits[SCRATCH__CLS_COUNT];
-	uint64_t misses[SCRATCH__CLS_COUNT];
-	uint64_t larger_hits[SCRATCH__CLS_COUNT];
-	uint64_t frees[SCRATCH__CLS_COUNT];
-	uint64_t lent_adj[SCRATCH__CLS_COUNT];
-};
-
-struct scratch__thread_counters {
-	struct scratch__counters c;
-	struct scratch__class_counters k;
-};
-
-/* The class counters that follow c (every counter block the pools write
- * is the first member of a struct scratch__thread_counters). */
-static inline struct scratch__class_counters *scratch__cls(struct scratch__counters *c)
-{
-	return &((struct scratch__thread_counters *)c)->k;
-}
-
-/* The counter of global class index cls in one of k's arrays (arr, a
- * member name). The index is computed in 64 bits, so that the compiler
- * folds the class offset into the displacement: one add on the fast paths. */
-#define SCRATCH__CLS_AT(k, arr, cls) (&(k)->arr[(uintptr_t)(cls) - (uintptr_t)SCRATCH__CLS_FIRST])
-
-/* Per class, process-wide (pool.c, under its lock, inside proc->seq):
- * live[k], blocks of class k not EMPTY (leased, cached, remote or in the
- * depot); exited, the class counters of reclaimed threads and of the
- * orphan path. */
-struct scratch__proc_classes {
-	uint64_t live[SCRATCH__CLS_COUNT];
-	struct scratch__class_counters exited;
-};
-
-/* Process-wide counters (held by pool.c under its lock; in the segment when
- * stats are on). Same sequence-count protocol, one writer at a time. */
-struct scratch__proc_counters {
-	uint64_t seq;
-	struct scratch__counters exited; /* folded counters of reclaimed threads */
-	uint64_t exited_threads;         /* threads folded into exited */
-	uint64_t threads_seen;           /* threads that ever used the pools */
-	uint64_t depot_bytes;            /* idle bytes in the depot */
-	uint64_t depot_blocks;
-	uint64_t orphan_leased; /* lent to threads without a cache slot */
-	uint64_t orphan_retained;
-	uint64_t trimmed;      /* bytes returned to the OS */
-	uint64_t region_bytes; /* address space reserved */
-	uint64_t region_used;  /* address space carved into blocks */
-};
-
-/* Consistent snapshot of c (retries while the writer is inside). */
+/* Consistent snapshot of a thread's counters c (segment.h), retrying
+ * while the writer is inside. */
 SCRATCH_HIDDEN void scratch__counters_read(const struct scratch__counters *c,
                                            struct scratch__counters *ret);
 
@@ -324,6 +233,9 @@ SCRATCH_HIDDEN void scratch__segment_thread_exit(uint32_t index);
  * counting (state FREE). Called inside the proc->seq bracket, so a reader
  * sees either the slot or the folded counters, never both. */
 SCRATCH_HIDDEN void scratch__segment_thread_reclaim(uint32_t index);
+/* The mapped segment of this process, or NULL: trace.c reads the ring's
+ * layout from it (values it wrote itself). */
+SCRATCH_HIDDEN struct scratch_seg_header *scratch__segment_header(void);
 /* The process-wide counters in the segment, or NULL. */
 SCRATCH_HIDDEN struct scratch__proc_counters *scratch__segment_proc(void);
 /* The process-wide class counters in the segment, or NULL. */
@@ -366,97 +278,11 @@ SCRATCH_HIDDEN extern __thread uint32_t scratch__current_owner
 /* Owner table (segment.c): workspaces, arenas, worker pools              */
 /* ---------------------------------------------------------------------- */
 
-enum scratch__owner_kind {
-	SCRATCH__OWNER_ARENA = 1,
-	SCRATCH__OWNER_WORKSPACE = 2,
-	SCRATCH__OWNER_WORKERS = 3,
-};
-
-/* Counters of one owner; written by the owner's code (single writer per
- * field group, relaxed stores inside seq). */
-struct scratch__owner_counters {
-	uint64_t seq;
-	uint64_t retained;
-	uint64_t leased;
-	uint64_t panel_bytes;
-	uint64_t growths;
-	uint64_t dispatches;
-	uint64_t parks;
-	uint64_t wakes;
-	uint64_t workers;
-};
-
 /* Register an owner; returns its id (>= 1), or 0 when the table is full or
  * there is no segment (the owner then keeps its counters to itself). */
 SCRATCH_HIDDEN uint32_t scratch__owner_register(enum scratch__owner_kind kind, const char *name);
 /* The owner's counter block, or NULL for id 0. */
 SCRATCH_HIDDEN struct scratch__owner_counters *scratch__owner_counters(uint32_t id);
 SCRATCH_HIDDEN void scratch__owner_unregister(uint32_t id);
-
-/*
- * Relaxed single-writer counter updates, and the sequence bracket.
- *
- * A counter has one writer, so an update is a load and a store, never an
- * atomic read-modify-write. On x86-64 a plain `add` to memory is exactly
- * that, in one instruction, and an aligned 8-byte store is never torn, so
- * readers in other threads or processes see the old or the new value.
- * ThreadSanitizer cannot see inside inline assembly, so its builds use the
- * equivalent relaxed atomic load and store.
- */
-#if defined(__SANITIZE_THREAD__)
-#define SCRATCH__TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SCRATCH__TSAN 1
-#endif
-#endif
-
-#define SCRATCH__LOAD(p)     __atomic_load_n((p), __ATOMIC_RELAXED)
-#define SCRATCH__STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
-#if defined(__x86_64__) && !defined(SCRATCH__TSAN)
-#define SCRATCH__ADD(p, v) __asm__ volatile("addq %1, %0" : "+m"(*(p)) : "er"((uint64_t)(v)))
-#define SCRATCH__SUB(p, v) __asm__ volatile("subq %1, %0" : "+m"(*(p)) : "er"((uint64_t)(v)))
-#else
-#define SCRATCH__ADD(p, v) SCRATCH__STORE((p), *(p) + (v))
-#define SCRATCH__SUB(p, v) SCRATCH__STORE((p), *(p) - (v))
-#endif
-
-/* Fences, except under ThreadSanitizer, which does not model them (and gcc
- * warns about them there): its builds make the accesses themselves
- * sequentially consistent instead, which orders at least as strongly. */
-#if defined(SCRATCH__TSAN)
-#define SCRATCH__FENCE_RELEASE() ((void)0)
-#define SCRATCH__FENCE_ACQUIRE() ((void)0)
-#define SCRATCH__SEQ_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
-#define SCRATCH__SEQ_LOAD(p)     __atomic_load_n((p), __ATOMIC_SEQ_CST)
-#else
-#define SCRATCH__FENCE_RELEASE() __atomic_thread_fence(__ATOMIC_RELEASE)
-#define SCRATCH__FENCE_ACQUIRE() __atomic_thread_fence(__ATOMIC_ACQUIRE)
-#define SCRATCH__SEQ_LOAD(p)     __atomic_load_n((p), __ATOMIC_RELAXED)
-#endif
-
-/* Writer side of a sequence count: odd while the fields change. The
- * fences order the field stores between the two increments (on x86-64 they
- * only keep the compiler from moving stores). */
-static inline void scratch__seq_begin(uint64_t *seq)
-{
-#if defined(SCRATCH__TSAN)
-	/* an atomic read too: the sentinel caches share one dummy block */
-	SCRATCH__SEQ_STORE(seq, __atomic_load_n(seq, __ATOMIC_RELAXED) + 1);
-#else
-	SCRATCH__ADD(seq, 1);
-	SCRATCH__FENCE_RELEASE();
-#endif
-}
-
-static inline void scratch__seq_end(uint64_t *seq)
-{
-#if defined(SCRATCH__TSAN)
-	SCRATCH__SEQ_STORE(seq, __atomic_load_n(seq, __ATOMIC_RELAXED) + 1);
-#else
-	SCRATCH__FENCE_RELEASE();
-	SCRATCH__ADD(seq, 1);
-#endif
-}
 
 #endif /* SCRATCH_INTERNAL_H */

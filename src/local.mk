@@ -3,7 +3,7 @@ lib_LTLIBRARIES += libscratch.la
 include_HEADERS += src/scratch.h
 
 libscratch_la_SOURCES = \
-	src/scratch.h src/internal.h src/shim.h \
+	src/scratch.h src/internal.h src/shim.h src/debug.h \
 	src/os.c src/conf.c src/pool.c \
 	src/segment.h src/segment.c src/trace.c \
 	src/workers.h src/workers.c src/matvec.c src/arena.c src/workspace.c

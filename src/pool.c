@@ -101,6 +101,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "debug.h"
 #include "internal.h"
 #include "segment.h" /* the reasons the pools may be off */
 #include "shim.h"
@@ -264,6 +265,8 @@ static inline uintptr_t blk_addr(const struct blk *d)
 /* Counter updates (single writer)                                         */
 /* ---------------------------------------------------------------------- */
 
+static inline void check_thread(const struct scratch__counters *c);
+
 /* count_lease() inside a sequence bracket the caller holds. */
 static inline void count_lease_in(struct scratch__counters *c, uint64_t cap, uint64_t *which)
 {
@@ -287,6 +290,7 @@ static inline void count_lease(struct scratch__counters *c, uint64_t cap, uint64
 	scratch__seq_begin(&c->seq);
 	count_lease_in(c, cap, which);
 	scratch__seq_end(&c->seq);
+	check_thread(c);
 }
 
 /* A release by c's thread of a block of class cls and capacity cap (0: not
@@ -298,6 +302,7 @@ static inline void count_release(struct scratch__counters *c, unsigned cls, uint
 	SCRATCH__ADD(&scratch__cls(c)->frees[cls - SCRATCH__CLS_FIRST], 1);
 	SCRATCH__SUB(&c->leased, cap);
 	scratch__seq_end(&c->seq);
+	check_thread(c);
 }
 
 static void count_retained(struct scratch__counters *c, int64_t delta)
@@ -305,6 +310,7 @@ static void count_retained(struct scratch__counters *c, int64_t delta)
 	scratch__seq_begin(&c->seq);
 	SCRATCH__STORE(&c->retained, c->retained + (uint64_t)delta);
 	scratch__seq_end(&c->seq);
+	check_thread(c);
 }
 
 void scratch__counters_read(const struct scratch__counters *c, struct scratch__counters *ret)
@@ -332,10 +338,96 @@ static void proc_begin(void)
 	scratch__seq_begin(&g.proc->seq);
 }
 
+static void check_proc(void);
+
 static void proc_end(void)
 {
 	scratch__seq_end(&g.proc->seq);
+	check_proc();
 }
+
+#if defined(SCRATCH_DEBUG)
+/* leased <= retained as reported, for the calling thread's counters c. A
+ * remote free pushes the block, then credits it: until the credit lands
+ * the block may count as leased and be gone from retained already (to the
+ * depot, or to a decay pass), so only a violation that outlasts the
+ * freer's few instructions is one. */
+static bool leased_within_retained(const struct scratch__counters *c)
+{
+	for (int tries = 0; tries < 100000; tries++) {
+		uint64_t rib = __atomic_load_n(&c->remote_in_bytes, __ATOMIC_ACQUIRE);
+		uint64_t dec = __atomic_load_n(&c->decayed_bytes, __ATOMIC_ACQUIRE);
+
+		if (c->leased - rib <= c->retained - dec)
+			return true;
+		sched_yield();
+	}
+	return false;
+}
+
+/* The thread equations of the file header, checked by c's writer as its
+ * bracket closes: only for the calling thread's own slot (a slot lost to
+ * fork may hold a torn update; the sentinels have many writers). Others
+ * only add to remote_in_bytes, which lowers leased as reported. */
+static void check_thread(const struct scratch__counters *c)
+{
+	if (c != tls_tc->c || c == &sentinel_counters.c)
+		return;
+	SCRATCH_ASSERT(c->allocs == c->hits + c->depot_hits + c->misses);
+	SCRATCH_ASSERT(c->larger_hits <= c->hits + c->depot_hits);
+	SCRATCH_ASSERT(c->leased - __atomic_load_n(&c->remote_in_bytes, __ATOMIC_ACQUIRE) <=
+	               c->peak_leased);
+	SCRATCH_ASSERT(leased_within_retained(c));
+}
+
+/* The process equations, under g.lock as proc->seq closes: live blocks
+ * per class add up to live_blocks; the depot's and the orphans' figures
+ * agree with each other and the limits. */
+static void check_proc(void)
+{
+	uint64_t live = 0;
+
+	for (unsigned k = 0; k < SCRATCH__CLS_COUNT; k++)
+		live += g.pcls->live[k];
+	SCRATCH_ASSERT(live == g.live_blocks);
+	SCRATCH_ASSERT(g.live_blocks <= g.nblk);
+	SCRATCH_ASSERT((g.proc->depot_blocks == 0) == (g.proc->depot_bytes == 0));
+	SCRATCH_ASSERT(g.proc->depot_bytes <= g.conf.depot_bytes);
+	SCRATCH_ASSERT(g.proc->orphan_leased <= g.proc->orphan_retained);
+	SCRATCH_ASSERT(g.proc->region_used <= g.proc->region_bytes);
+}
+
+/* The depot lists against their counters (a walk: at scratch_stats_total
+ * only). Under g.lock. */
+static void check_depot(void)
+{
+	uint64_t bytes = 0, blocks = 0;
+
+	for (unsigned n = 0; n < g.nodes; n++)
+		for (unsigned bin = g.cls_base; bin < g.cls_base + g.nbins; bin++)
+			for (uint32_t id = g.depot_head[n][bin]; id != 0; id = g.blk[id].next) {
+				SCRATCH_ASSERT(g.blk[id].state == BLK_DEPOT &&
+				               g.blk[id].cls == bin);
+				SCRATCH_ASSERT(g.blk[id].owner == 0);
+				bytes += g.cls_size[bin];
+				blocks++;
+			}
+	SCRATCH_ASSERT(bytes == g.proc->depot_bytes && blocks == g.proc->depot_blocks);
+}
+#else
+static inline void check_thread(const struct scratch__counters *c)
+{
+	(void)c;
+}
+
+static inline void check_proc(void)
+{
+}
+
+static inline void check_depot(void)
+{
+}
+#endif
 
 /* Slot of global class index cls in the per-class arrays. */
 #define CLS(cls) ((cls)-SCRATCH__CLS_FIRST)
@@ -750,6 +842,7 @@ static void depot_put(uint32_t id)
 	unsigned bin = d->cls;
 	uint64_t cap = g.cls_size[bin];
 
+	SCRATCH_ASSERT(d->state == BLK_LEASED || d->state == BLK_CACHED || d->state == BLK_REMOTE);
 	d->owner = 0;
 	if (g.proc->depot_bytes + cap <= g.conf.depot_bytes) {
 		uint32_t *head = &g.depot_head[block_node(id)][bin];
@@ -776,6 +869,7 @@ static void block_empty(uint32_t id)
 	unsigned bin = d->cls;
 	uint64_t cap = g.cls_size[bin];
 
+	SCRATCH_ASSERT(d->state == BLK_LEASED || d->state == BLK_CACHED || d->state == BLK_REMOTE);
 	d->owner = 0;
 	d->state = BLK_EMPTY;
 	scratch__segment_block_state(id, SCRATCH_SEG_BLK_EMPTY);
@@ -842,6 +936,7 @@ static uint32_t depot_take(unsigned node, unsigned bin)
 
 	if (id == 0)
 		return 0;
+	SCRATCH_ASSERT(g.blk[id].state == BLK_DEPOT && g.blk[id].cls == bin);
 	g.depot_head[node][bin] = g.blk[id].next;
 	proc_begin();
 	SCRATCH__SUB(&g.proc->depot_bytes, g.cls_size[bin]);
@@ -901,6 +996,7 @@ static void tc_flush_locked(struct tcache *tc)
 			depot_put(id);
 		}
 	}
+	SCRATCH_ASSERT(tc->cached_bytes == moved); /* the bins held what it said */
 	tc->cached_bytes = 0;
 	if (moved != 0)
 		count_retained(tc->c, -(int64_t)moved);
@@ -928,6 +1024,7 @@ static void tc_drain_remote(struct tcache *tc)
 		uint64_t cap = g.cls_size[d->cls];
 
 		next = d->next;
+		SCRATCH_ASSERT(d->state == BLK_REMOTE && d->owner == tc->tag);
 		/* the limit from conf: g.cache_limit is 0 while a gate is up */
 		if (b->count < g.conf.cache_count && tc->cached_bytes + cap <= g.cache_bytes) {
 			d->state = BLK_CACHED;
@@ -1252,6 +1349,8 @@ static void list_push(uint32_t *list, uint32_t id)
 {
 	struct blk *d = &g.blk[id];
 
+	/* a decay pass takes idle blocks only */
+	SCRATCH_ASSERT(d->state == BLK_CACHED || d->state == BLK_REMOTE || d->state == BLK_DEPOT);
 	d->state = BLK_EMPTY;
 	scratch__segment_block_state(id, SCRATCH_SEG_BLK_EMPTY);
 	d->owner = 0;
@@ -1301,6 +1400,7 @@ static uint64_t tc_take_remote(struct tcache *tc, uint32_t *list)
 		uint64_t cap = g.cls_size[d->cls];
 
 		next = d->next;
+		SCRATCH_ASSERT(d->state == BLK_REMOTE);
 		if (b->count < g.conf.cache_count && tc->cached_bytes + cap <= g.cache_bytes) {
 			d->state = BLK_CACHED;
 			d->stamp = __atomic_load_n(&tc->c->frees, __ATOMIC_RELAXED);
@@ -1726,6 +1826,8 @@ static uint32_t bin_pop(struct tcache *tc, unsigned b)
 	struct bin *bn = &tc->bins[b];
 	uint32_t id = bn->head;
 
+	SCRATCH_ASSERT(g.blk[id].state == BLK_CACHED && g.blk[id].cls == b);
+	SCRATCH_ASSERT(bn->count > 0 && tc->cached_bytes >= g.cls_size[b]);
 	bn->head = g.blk[id].next;
 	bn->count--;
 	tc->cached_bytes -= g.cls_size[b];
@@ -1810,6 +1912,7 @@ static uint32_t count_cache_hit(struct tcache *tc, uint32_t id, unsigned got, un
 		SCRATCH__ADD(&c->larger_hits, 1);
 	count_class_lease(scratch__cls(c), scratch__cls(c)->hits, bin, got, got != bin);
 	scratch__seq_end(&c->seq);
+	check_thread(c);
 	return id;
 }
 
@@ -1834,6 +1937,7 @@ static uint32_t depot_or_carve(struct tcache *tc, uint64_t size, unsigned bin, b
 		count_class_lease(scratch__cls(tc->c), scratch__cls(tc->c)->depot_hits, bin, got,
 		                  got != bin);
 		scratch__seq_end(&tc->c->seq);
+		check_thread(tc->c);
 		return id;
 	}
 	want = growth_class(tc, size, bin);
@@ -1859,6 +1963,7 @@ static uint32_t depot_or_carve(struct tcache *tc, uint64_t size, unsigned bin, b
 	count_class_lease(scratch__cls(tc->c), scratch__cls(tc->c)->misses, bin, want, false);
 	SCRATCH__ADD(&tc->c->growth_bytes, g.cls_size[want]);
 	scratch__seq_end(&tc->c->seq);
+	check_thread(tc->c);
 	scratch__segment_block_carved(
 	        id, tc->tid,
 	        scratch__trace_growth(tc->tid, g.cls_size[want], want, scratch__current_owner));
@@ -1942,6 +2047,8 @@ SCRATCH_COLD static void *acquire_slow(uint64_t size, bool *ret_fresh)
 		return NULL;
 	}
 	d = &g.blk[id];
+	/* never lent twice: it came from a cache, the depot or an empty list */
+	SCRATCH_ASSERT(d->state != BLK_LEASED && d->state != BLK_REMOTE);
 	d->state = BLK_LEASED;
 	scratch__segment_block_lease(id, blk_addr(d), g.cls_size[d->cls], d->cls,
 	                             is_tc(tc) ? tc->tid : 0,
@@ -1983,10 +2090,12 @@ static inline void *acquire_hit(uint64_t size, void *(*miss)(uint64_t))
 			__asm__("" : : : "memory");
 			b->count--;
 			tc->cached_bytes -= cap;
+			SCRATCH_ASSERT(d->state == BLK_CACHED && d->owner == tc->tag);
 			d->state = BLK_LEASED;
 			count_lease_in(c, cap, &c->hits);
 			SCRATCH__ADD(SCRATCH__CLS_AT(scratch__cls(c), hits, bin), 1);
 			scratch__seq_end(&c->seq);
+			check_thread(c);
 			return (void *)blk_addr(d);
 		}
 	}
@@ -2138,6 +2247,7 @@ static void remote_free(struct tcache *owner, uint32_t id, uint64_t cap)
 	struct blk *d = &g.blk[id];
 	uint32_t head = __atomic_load_n(&owner->remote_head, __ATOMIC_RELAXED);
 
+	SCRATCH_ASSERT(d->state == BLK_LEASED && d->owner == owner->tag);
 	d->state = BLK_REMOTE;
 	do {
 		d->next = head;
@@ -2222,6 +2332,7 @@ SCRATCH_COLD static void release_slow(struct tcache *tc, uint32_t id)
 		SCRATCH__ADD(&scratch__cls(tc->c)->frees[CLS(cls)], 1);
 		SCRATCH__ADD(&tc->c->remote_out, 1);
 		scratch__seq_end(&tc->c->seq);
+		check_thread(tc->c);
 	} else {
 		pthread_mutex_lock(&g.lock);
 		proc_begin();
@@ -2269,6 +2380,7 @@ static inline void release_block(uint32_t id)
 			SCRATCH__SUB(&c->leased, cap);
 			d->stamp = c->frees;
 			scratch__seq_end(&c->seq);
+			check_thread(c);
 			return;
 		}
 		SCRATCH__SUB(SCRATCH__CLS_AT(scratch__cls(c), frees, cls), 1);
@@ -2412,63 +2524,92 @@ size_t scratch_trim(void)
 /* Statistics                                                              */
 /* ---------------------------------------------------------------------- */
 
-static void add_counters(struct scratch_stats *st, const struct scratch__counters *s)
+/* The public figures from scratch_seg_totals()'s sums. */
+static void stats_from_totals(struct scratch_stats *st, const struct scratch_seg_totals *t)
 {
-	st->allocs += s->allocs;
-	st->hits += s->hits;
-	st->depot_hits += s->depot_hits;
-	st->misses += s->misses;
-	st->frees += s->frees;
-	st->remote_frees_in += s->remote_in;
-	st->remote_frees_out += s->remote_out;
-	st->passthrough += s->passthrough;
-	st->retained += s->retained - s->decayed_bytes;
-	st->leased += s->leased - s->remote_in_bytes;
-	st->peak_leased += s->peak_leased;
+	st->allocs = t->allocs;
+	st->hits = t->hits;
+	st->depot_hits = t->depot_hits;
+	st->misses = t->misses;
+	st->frees = t->frees;
+	st->remote_frees_in = t->remote_in;
+	st->remote_frees_out = t->remote_out;
+	st->passthrough = t->passthrough;
+	st->retained = t->retained;
+	st->leased = t->leased;
+	st->peak_leased = t->peak_leased;
+	st->trimmed = t->trimmed;
+	st->threads = t->threads_seen;
+}
+
+/* scratch_seg_totals()'s walk over the thread slots in use (*ctx: the
+ * next index), under g.lock. */
+static bool next_slot(void *ctx, struct scratch__counters *ret)
+{
+	uint32_t *i = ctx;
+
+	for (; *i < g.tcs_used; (*i)++)
+		if (g.tcs[*i].state != TC_FREE) {
+			scratch__counters_read(g.tcs[(*i)++].c, ret);
+			return true;
+		}
+	return false;
+}
+
+/* One thread's counters alone: *ctx, then none (*ctx = NULL). */
+static bool next_one(void *ctx, struct scratch__counters *ret)
+{
+	struct scratch__counters **c = ctx;
+
+	if (*c == NULL)
+		return false;
+	scratch__counters_read(*c, ret);
+	*c = NULL;
+	return true;
 }
 
 int scratch_stats_thread(struct scratch_stats *ret_stats)
 {
+	struct scratch_stats st = {0};
+	struct scratch_seg_totals t;
+	struct scratch__counters *c;
 	struct tcache *tc;
-	struct scratch__counters s;
+	size_t n;
 
-	if (ret_stats == NULL)
+	if (ret_stats == NULL || (n = scratch__stats_len(ret_stats->size, sizeof(st))) == 0)
 		return -EINVAL;
-	memset(ret_stats, 0, sizeof(*ret_stats));
 	tc = tc_get();
-	if (!is_tc(tc))
-		return 0;
-	scratch__counters_read(tc->c, &s);
-	add_counters(ret_stats, &s);
-	ret_stats->threads = 1;
+	if (is_tc(tc)) {
+		c = tc->c;
+		scratch_seg_totals(&t, next_one, &c, NULL);
+		stats_from_totals(&st, &t);
+		st.threads = 1;
+	}
+	st.size = ret_stats->size;
+	st.version = SCRATCH_STATS_VERSION;
+	memcpy(ret_stats, &st, n);
 	return 0;
 }
 
 int scratch_stats_total(struct scratch_stats *ret_stats)
 {
-	struct scratch__counters s;
 	struct scratch_stats st = {0};
+	struct scratch_seg_totals t;
+	uint32_t i = 0;
+	size_t n;
 
-	if (ret_stats == NULL)
+	if (ret_stats == NULL || (n = scratch__stats_len(ret_stats->size, sizeof(st))) == 0)
 		return -EINVAL;
-	if (!scratch__init()) {
-		*ret_stats = st;
-		return 0;
+	if (scratch__init()) {
+		pthread_mutex_lock(&g.lock);
+		check_depot();
+		scratch_seg_totals(&t, next_slot, &i, g.proc);
+		pthread_mutex_unlock(&g.lock);
+		stats_from_totals(&st, &t);
 	}
-	pthread_mutex_lock(&g.lock);
-	for (uint32_t i = 0; i < g.tcs_used; i++) {
-		if (g.tcs[i].state == TC_FREE)
-			continue;
-		scratch__counters_read(g.tcs[i].c, &s);
-		add_counters(&st, &s);
-	}
-	add_counters(&st, &g.proc->exited);
-	st.retained += g.proc->depot_bytes + g.proc->orphan_retained;
-	st.leased += g.proc->orphan_leased;
-	st.trimmed = g.proc->trimmed;
-	st.threads = g.proc->threads_seen;
-	pthread_mutex_unlock(&g.lock);
-	*ret_stats = st;
+	st.size = ret_stats->size;
+	st.version = SCRATCH_STATS_VERSION;
+	memcpy(ret_stats, &st, n);
 	return 0;
 }
 
@@ -2514,9 +2655,8 @@ int scratch_stats_class(size_t size, struct scratch_class_stats *ret_stats)
 	unsigned bin, k;
 	size_t n;
 
-	if (ret_stats == NULL || ret_stats->size < sizeof(st))
+	if (ret_stats == NULL || (n = scratch__stats_len(ret_stats->size, sizeof(st))) == 0)
 		return -EINVAL;
-	n = ret_stats->size < sizeof(st) ? ret_stats->size : sizeof(st);
 	st.size = ret_stats->size;
 	st.version = SCRATCH_CLASS_STATS_VERSION;
 	if (!scratch__init() || size < g.min || size - g.min > g.span) {

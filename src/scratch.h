@@ -12,6 +12,12 @@
  *   - constructors return a pointer, or NULL and set errno;
  *   - predicates return bool;
  *   - out-parameters (ret_...) are left untouched when a call fails;
+ *   - a stats struct (struct scratch_*stats) begins with size and version:
+ *     the caller sets size to sizeof the struct it was built with, the
+ *     library writes only what that size covers and sets version. A struct
+ *     from an older scratch.h is a prefix of today's, so a counter added
+ *     later at the end breaks no program built before it. A size that
+ *     holds no counter (below 16) or is not a multiple of 8 gives -EINVAL;
  *   - nothing here calls malloc, so all of it is safe to call from inside a
  *     malloc implementation (the preload shim does).
  *
@@ -50,7 +56,11 @@ extern "C" {
  *   retained == bytes of pool blocks held (idle in caches or the depot, or lent)
  *   allocs == hits + depot_hits + misses
  */
+#define SCRATCH_STATS_VERSION 1
+
 struct scratch_stats {
+	uint32_t size;             /* in: sizeof(struct scratch_stats) */
+	uint32_t version;          /* out: SCRATCH_STATS_VERSION */
 	uint64_t allocs;           /* successful scratch_acquire calls */
 	uint64_t hits;             /* served from the thread's own cache */
 	uint64_t depot_hits;       /* served from the process-wide depot */
@@ -128,18 +138,21 @@ SCRATCH_API size_t scratch_trim(void);
  * the OS beyond the depot's limit). */
 SCRATCH_API void scratch_thread_flush(void);
 
-/* Counters of the calling thread. Returns 0, or -EINVAL for NULL. */
+/* Counters of the calling thread. Returns 0, or -EINVAL for NULL or a bad
+ * size (see the conventions at the top). */
 SCRATCH_API int scratch_stats_thread(struct scratch_stats *ret_stats);
 
 /* Counters summed over all threads, exited ones included, plus the depot.
- * Exact whenever no pool call is in flight. Returns 0, or -EINVAL. */
+ * Exact whenever no pool call is in flight. Returns 0, or -EINVAL for NULL
+ * or a bad size. */
 SCRATCH_API int scratch_stats_total(struct scratch_stats *ret_stats);
 
 /*
  * Counters of one size class, summed over all threads (exited ones
  * included), as scratch_stats_class() fills them. The caller sets size to
  * sizeof(struct scratch_class_stats); the library fills what both it and
- * the caller know and sets version (SCRATCH_CLASS_STATS_VERSION). Requests
+ * the caller know and sets version (SCRATCH_CLASS_STATS_VERSION), as for
+ * every stats struct (see the conventions at the top). Requests
  * count by the class of the request; frees and bytes by the class of the
  * block (a request served by a block of a larger class leases that block):
  *
@@ -165,7 +178,7 @@ struct scratch_class_stats {
 
 /* The counters of the size class a request of size bytes falls in (see
  * scratch_class_size()). Exact whenever no pool call is in flight. Returns
- * 0; -EINVAL for NULL or a size field below version 1's struct; -ERANGE
+ * 0; -EINVAL for NULL or a bad size (see the conventions); -ERANGE
  * when size is not pooled (outside [min_size, max_size], or the pools are
  * off), with ret_stats zeroed past size and version. */
 SCRATCH_API int scratch_stats_class(size_t size, struct scratch_class_stats *ret_stats);
@@ -207,7 +220,11 @@ struct scratch_arena_mark {
 	size_t used;
 };
 
+#define SCRATCH_ARENA_STATS_VERSION 1
+
 struct scratch_arena_stats {
+	uint32_t size;      /* in: sizeof(struct scratch_arena_stats) */
+	uint32_t version;   /* out: SCRATCH_ARENA_STATS_VERSION */
 	uint64_t chunks;    /* pool blocks held */
 	uint64_t retained;  /* bytes of those blocks */
 	uint64_t used;      /* bytes handed out (padding and skipped tails included) */
@@ -250,7 +267,7 @@ SCRATCH_API int scratch_arena_rewind(scratch_arena_t *a, const struct scratch_ar
 /* Give every chunk back and free the arena. NULL is ignored. */
 SCRATCH_API void scratch_arena_destroy(scratch_arena_t *a);
 
-/* The arena's counters. Returns 0, or -EINVAL. */
+/* The arena's counters. Returns 0, or -EINVAL for NULL or a bad size. */
 SCRATCH_API int scratch_arena_stats(const scratch_arena_t *a,
                                     struct scratch_arena_stats *ret_stats);
 
@@ -311,7 +328,11 @@ struct scratch_workers_opts {
 };
 
 /* Counters of one pool. Each is an independent running count. */
+#define SCRATCH_WORKERS_STATS_VERSION 1
+
 struct scratch_workers_stats {
+	uint32_t size;        /* in: sizeof(struct scratch_workers_stats) */
+	uint32_t version;     /* out: SCRATCH_WORKERS_STATS_VERSION */
 	uint64_t workers;     /* worker threads (participants - 1) */
 	uint64_t spin;        /* spin budget in polls */
 	uint64_t dispatches;  /* jobs handed to the worker threads */
@@ -367,7 +388,7 @@ SCRATCH_API int scratch_workers_run_rows(scratch_workers_t *w, size_t rows, size
 SCRATCH_API int scratch_workers_run_many(scratch_workers_t *w,
                                          const struct scratch_rows_part *parts, size_t nparts);
 
-/* The pool's counters. Returns 0, or -EINVAL for NULL. */
+/* The pool's counters. Returns 0, or -EINVAL for NULL or a bad size. */
 SCRATCH_API int scratch_workers_stats(const scratch_workers_t *w,
                                       struct scratch_workers_stats *ret_stats);
 
@@ -432,7 +453,11 @@ enum scratch_slot {
 /* scratch_workspace_new() flag: keep growth records. */
 #define SCRATCH_WORKSPACE_TRACED 0x1u
 
+#define SCRATCH_WORKSPACE_STATS_VERSION 1
+
 struct scratch_workspace_stats {
+	uint32_t size;         /* in: sizeof(struct scratch_workspace_stats) */
+	uint32_t version;      /* out: SCRATCH_WORKSPACE_STATS_VERSION */
 	uint64_t retained;     /* bytes of pool blocks held, leased or idle */
 	uint64_t leased;       /* of those, in teams leased right now */
 	uint64_t panel_bytes;  /* of those, panels */
@@ -512,7 +537,7 @@ SCRATCH_API int scratch_workspace_execute(scratch_workspace_t *ws, scratch_worke
  * theirs. Returns the bytes given back to the pools. */
 SCRATCH_API size_t scratch_workspace_trim(scratch_workspace_t *ws);
 
-/* The workspace's counters. Returns 0, or -EINVAL. */
+/* The workspace's counters. Returns 0, or -EINVAL for NULL or a bad size. */
 SCRATCH_API int scratch_workspace_stats(scratch_workspace_t *ws,
                                         struct scratch_workspace_stats *ret_stats);
 

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "internal.h"
 #include "segment.h"
 
 __thread uint32_t scratch__current_owner __attribute__((tls_model("initial-exec")));

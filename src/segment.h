@@ -3,6 +3,12 @@
  * which writes it (segment.c, trace.c), and every reader (stats/segread.c,
  * used by scratchd and the fuzz target).
  *
+ * Self-contained: it holds the counter blocks the segment lays out, the
+ * owner kinds, the sequence counts that bracket every write and the totals
+ * equation, and includes only the C library's fixed-width headers, so a
+ * reader needs nothing of libscratch's internals (internal.h includes
+ * this file, not the reverse).
+ *
  * One file per process in the run directory, named
  * "<pid>-<nonce>.seg" (the nonce is the creation time in nanoseconds, so a
  * process that execs, or a reused pid, never collides with an older file).
@@ -36,13 +42,15 @@
  * did not change. A reader refuses a reason above SCRATCH_SEG_OFF_MAX: a
  * new reason comes with a new version.
  *
- * Counters. A thread slot's counters are struct scratch__counters from
- * internal.h (seq bracket, single writer; remote_in and remote_in_bytes are
- * atomic adds by other threads). For one slot:
+ * Counters. A thread slot's counters are struct scratch__counters below
+ * (seq bracket, single writer; remote_in, remote_in_bytes and
+ * decayed_bytes are atomic adds by other threads). For one slot:
  *
- *   leased (reported) = leased - remote_in_bytes
+ *   leased (reported)   = leased - remote_in_bytes
+ *   retained (reported) = retained - decayed_bytes
  *
- * Process totals (what scratch_stats_total() reports):
+ * Process totals (what scratch_stats_total() reports; scratch_seg_totals()
+ * below is this equation, for the writer and every reader):
  *
  *   X (process) = sum over slots in state LIVE or EXITED of X
  *               + proc->exited.X                 (threads already reclaimed)
@@ -100,9 +108,9 @@
 #ifndef SCRATCH_SEGMENT_H
 #define SCRATCH_SEGMENT_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
-
-#include "internal.h"
 
 #define SCRATCH_SEG_MAGIC   UINT64_C(0x3130474553524353) /* "SCRSEG01" read as little-endian */
 #define SCRATCH_SEG_VERSION 1
@@ -123,6 +131,287 @@
 
 #define SCRATCH_SEG_OWNER_SLOTS 256
 #define SCRATCH_SEG_MAX_CLASSES 144 /* global class indices a reader accepts: [8, 144) */
+
+#define SCRATCH_CACHELINE 64 /* sections, slots and counter groups are aligned on it */
+
+/* ---------------------------------------------------------------------- */
+/* Sequence counts                                                        */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * Relaxed single-writer counter updates, and the sequence bracket.
+ *
+ * A counter has one writer, so an update is a load and a store, never an
+ * atomic read-modify-write. On x86-64 a plain `add` to memory is exactly
+ * that, in one instruction, and an aligned 8-byte store is never torn, so
+ * readers in other threads or processes see the old or the new value.
+ * ThreadSanitizer cannot see inside inline assembly, so its builds use the
+ * equivalent relaxed atomic load and store.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define SCRATCH__TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SCRATCH__TSAN 1
+#endif
+#endif
+
+#define SCRATCH__LOAD(p)     __atomic_load_n((p), __ATOMIC_RELAXED)
+#define SCRATCH__STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#if defined(__x86_64__) && !defined(SCRATCH__TSAN)
+#define SCRATCH__ADD(p, v) __asm__ volatile("addq %1, %0" : "+m"(*(p)) : "er"((uint64_t)(v)))
+#define SCRATCH__SUB(p, v) __asm__ volatile("subq %1, %0" : "+m"(*(p)) : "er"((uint64_t)(v)))
+#else
+#define SCRATCH__ADD(p, v) SCRATCH__STORE((p), *(p) + (v))
+#define SCRATCH__SUB(p, v) SCRATCH__STORE((p), *(p) - (v))
+#endif
+
+/* Fences, except under ThreadSanitizer, which does not model them (and gcc
+ * warns about them there): its builds make the accesses themselves
+ * sequentially consistent instead, which orders at least as strongly. */
+#if defined(SCRATCH__TSAN)
+#define SCRATCH__FENCE_RELEASE() ((void)0)
+#define SCRATCH__FENCE_ACQUIRE() ((void)0)
+#define SCRATCH__SEQ_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+#define SCRATCH__SEQ_LOAD(p)     __atomic_load_n((p), __ATOMIC_SEQ_CST)
+#else
+#define SCRATCH__FENCE_RELEASE() __atomic_thread_fence(__ATOMIC_RELEASE)
+#define SCRATCH__FENCE_ACQUIRE() __atomic_thread_fence(__ATOMIC_ACQUIRE)
+#define SCRATCH__SEQ_LOAD(p)     __atomic_load_n((p), __ATOMIC_RELAXED)
+#endif
+
+/* Writer side of a sequence count: odd while the fields change. The
+ * fences order the field stores between the two increments (on x86-64 they
+ * only keep the compiler from moving stores). */
+static inline void scratch__seq_begin(uint64_t *seq)
+{
+#if defined(SCRATCH__TSAN)
+	/* an atomic read too: the sentinel caches share one dummy block */
+	SCRATCH__SEQ_STORE(seq, __atomic_load_n(seq, __ATOMIC_RELAXED) + 1);
+#else
+	SCRATCH__ADD(seq, 1);
+	SCRATCH__FENCE_RELEASE();
+#endif
+}
+
+static inline void scratch__seq_end(uint64_t *seq)
+{
+#if defined(SCRATCH__TSAN)
+	SCRATCH__SEQ_STORE(seq, __atomic_load_n(seq, __ATOMIC_RELAXED) + 1);
+#else
+	SCRATCH__FENCE_RELEASE();
+	SCRATCH__ADD(seq, 1);
+#endif
+}
+
+/* ---------------------------------------------------------------------- */
+/* Counter blocks (the thread slots', the process's and the owners')      */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * One thread's pool counters. When stats are on they live in the thread's
+ * slot of the stats segment, so publishing costs the fast path nothing.
+ *
+ * The owner thread writes the first group with relaxed stores, inside a
+ * sequence count (odd while writing). Other threads add to the second group
+ * with atomic adds (remote frees), outside the sequence count. The library
+ * reads them with scratch__counters_read(), other processes with a copy
+ * checked against seq (stats/segread.c).
+ *
+ *   leased (reported)   = leased - remote_in_bytes
+ *   retained (reported) = retained - decayed_bytes
+ *   allocs = hits + depot_hits + misses
+ *   larger_hits <= hits + depot_hits
+ *   leased (reported) <= retained (reported)
+ */
+struct scratch__counters {
+	uint64_t seq;
+	uint64_t allocs;
+	uint64_t hits;
+	uint64_t depot_hits;
+	uint64_t misses;
+	uint64_t frees;
+	uint64_t remote_out;
+	uint64_t passthrough;
+	uint64_t retained;
+	uint64_t leased; /* gross: acquires minus own releases */
+	uint64_t peak_leased;
+	uint64_t growth_bytes; /* bytes of fresh blocks this thread grew */
+	uint64_t larger_hits;  /* hits (cache or depot) on an idle block of a larger class */
+	uint64_t pad0[3];
+	/* written by other threads (atomic add), on their own cache line */
+	uint64_t remote_in __attribute__((aligned(SCRATCH_CACHELINE)));
+	uint64_t remote_in_bytes;
+	/* idle blocks the decay pass took out of this thread's cache while the
+	 * thread was elsewhere (their pages returned, or the depot's now) */
+	uint64_t decayed_bytes;
+	uint64_t pad1[5];
+};
+
+/*
+ * Per size class counters of one thread, indexed by global class index
+ * minus SCRATCH__CLS_FIRST (the class of 16 KiB, the smallest min_size;
+ * SCRATCH__CLS_COUNT classes reach 64 GiB). They follow the thread's
+ * struct scratch__counters in memory (struct scratch__thread_counters), so
+ * the hit and release fast paths reach them from the counter pointer they
+ * hold with one add each. Same writers and sequence count as the counters.
+ * By the class of the request:
+ *   hits, depot_hits, misses, larger_hits    (as in struct scratch__counters)
+ * by the class of the block:
+ *   frees                                    (releases by this thread)
+ *   lent_adj: blocks lent of class k = hits + depot_hits + misses + lent_adj
+ *             (mod 2^64: a request served by a block of another class
+ *             subtracts one from its class and adds one to the block's)
+ * Summed over classes, hits, depot_hits, misses, larger_hits and frees are
+ * the thread's totals.
+ */
+#define SCRATCH__CLS_FIRST 55
+#define SCRATCH__CLS_COUNT 89
+
+struct scratch__class_counters {
+	uint64_t hits[SCRATCH__CLS_COUNT];
+	uint64_t depot_hits[SCRATCH__CLS_COUNT];
+	uint64_t misses[SCRATCH__CLS_COUNT];
+	uint64_t larger_hits[SCRATCH__CLS_COUNT];
+	uint64_t frees[SCRATCH__CLS_COUNT];
+	uint64_t lent_adj[SCRATCH__CLS_COUNT];
+};
+
+struct scratch__thread_counters {
+	struct scratch__counters c;
+	struct scratch__class_counters k;
+};
+
+/* The class counters that follow c (every counter block the pools write
+ * is the first member of a struct scratch__thread_counters). */
+static inline struct scratch__class_counters *scratch__cls(struct scratch__counters *c)
+{
+	return &((struct scratch__thread_counters *)c)->k;
+}
+
+/* The counter of global class index cls in one of k's arrays (arr, a
+ * member name). The index is computed in 64 bits, so that the compiler
+ * folds the class offset into the displacement: one add on the fast paths. */
+#define SCRATCH__CLS_AT(k, arr, cls) (&(k)->arr[(uintptr_t)(cls) - (uintptr_t)SCRATCH__CLS_FIRST])
+
+/* Per class, process-wide (pool.c, under its lock, inside proc->seq):
+ * live[k], blocks of class k not EMPTY (leased, cached, remote or in the
+ * depot); exited, the class counters of reclaimed threads and of the
+ * orphan path. */
+struct scratch__proc_classes {
+	uint64_t live[SCRATCH__CLS_COUNT];
+	struct scratch__class_counters exited;
+};
+
+/* Process-wide counters (held by pool.c under its lock; in the segment when
+ * stats are on). Same sequence-count protocol, one writer at a time. */
+struct scratch__proc_counters {
+	uint64_t seq;
+	struct scratch__counters exited; /* folded counters of reclaimed threads */
+	uint64_t exited_threads;         /* threads folded into exited */
+	uint64_t threads_seen;           /* threads that ever used the pools */
+	uint64_t depot_bytes;            /* idle bytes in the depot */
+	uint64_t depot_blocks;
+	uint64_t orphan_leased; /* lent to threads without a cache slot */
+	uint64_t orphan_retained;
+	uint64_t trimmed;      /* bytes returned to the OS */
+	uint64_t region_bytes; /* address space reserved */
+	uint64_t region_used;  /* address space carved into blocks */
+};
+
+/* What an owner slot holds (struct scratch_seg_owner kind). */
+enum scratch__owner_kind {
+	SCRATCH__OWNER_ARENA = 1,
+	SCRATCH__OWNER_WORKSPACE = 2,
+	SCRATCH__OWNER_WORKERS = 3,
+};
+
+/* Counters of one owner (in its slot of the owner table); written by the owner's code (single writer per
+ * field group, relaxed stores inside seq). */
+struct scratch__owner_counters {
+	uint64_t seq;
+	uint64_t retained;
+	uint64_t leased;
+	uint64_t panel_bytes;
+	uint64_t growths;
+	uint64_t dispatches;
+	uint64_t parks;
+	uint64_t wakes;
+	uint64_t workers;
+};
+
+/* ---------------------------------------------------------------------- */
+/* Process totals                                                         */
+/* ---------------------------------------------------------------------- */
+
+/* Retained and leased as reported, for one counter block (see "Counters"
+ * above). A hostile or torn block can only give 0, never wrap. */
+static inline uint64_t scratch_seg_retained(const struct scratch__counters *c)
+{
+	return c->retained >= c->decayed_bytes ? c->retained - c->decayed_bytes : 0;
+}
+
+static inline uint64_t scratch_seg_leased(const struct scratch__counters *c)
+{
+	return c->leased >= c->remote_in_bytes ? c->leased - c->remote_in_bytes : 0;
+}
+
+/* The process's figures, as scratch_seg_totals() sums them. */
+struct scratch_seg_totals {
+	uint64_t allocs, hits, depot_hits, misses, larger_hits, frees;
+	uint64_t remote_in, remote_out, passthrough;
+	uint64_t retained, leased, peak_leased, growth_bytes;
+	uint64_t trimmed, threads_seen, exited_threads, depot_bytes;
+};
+
+/* Stores the next counted thread's counters (a consistent copy of a slot
+ * in state LIVE or EXITED) in ret and returns true; false after the last. */
+typedef bool (*scratch_seg_next_fn)(void *ctx, struct scratch__counters *ret);
+
+static inline void scratch_seg_totals_add(struct scratch_seg_totals *t,
+                                          const struct scratch__counters *c)
+{
+	t->allocs += c->allocs;
+	t->hits += c->hits;
+	t->depot_hits += c->depot_hits;
+	t->misses += c->misses;
+	t->larger_hits += c->larger_hits;
+	t->frees += c->frees;
+	t->remote_in += c->remote_in;
+	t->remote_out += c->remote_out;
+	t->passthrough += c->passthrough;
+	t->retained += scratch_seg_retained(c);
+	t->leased += scratch_seg_leased(c);
+	t->peak_leased += c->peak_leased;
+	t->growth_bytes += c->growth_bytes;
+}
+
+/*
+ * The process totals equation of "Counters" above, in one place: the
+ * counted slots that next() hands out, plus proc (its reclaimed threads,
+ * the depot and the orphans; NULL when the reader has none). The library's
+ * scratch_stats_total() and stats/segread.c's segread_totals() both sum
+ * with it, so the figures a reader shows are the library's own.
+ */
+static inline void scratch_seg_totals(struct scratch_seg_totals *ret, scratch_seg_next_fn next,
+                                      void *ctx, const struct scratch__proc_counters *proc)
+{
+	const struct scratch_seg_totals zero = {0};
+	struct scratch__counters c;
+
+	*ret = zero;
+	while (next(ctx, &c))
+		scratch_seg_totals_add(ret, &c);
+	if (proc == NULL)
+		return;
+	scratch_seg_totals_add(ret, &proc->exited);
+	ret->retained += proc->depot_bytes + proc->orphan_retained;
+	ret->leased += proc->orphan_leased;
+	ret->trimmed = proc->trimmed;
+	ret->threads_seen = proc->threads_seen;
+	ret->exited_threads = proc->exited_threads;
+	ret->depot_bytes = proc->depot_bytes;
+}
 
 /* Slot states (threads and owners). */
 enum scratch_seg_state {
@@ -349,10 +638,6 @@ struct scratch_seg_block {
 	uint64_t pad[6];
 };
 _Static_assert(sizeof(struct scratch_seg_block) == 128, "block entry size");
-
-/* The mapped segment of this process (segment.c), or NULL: trace.c reads
- * the ring's layout from it (values it wrote itself). */
-SCRATCH_HIDDEN struct scratch_seg_header *scratch__segment_header(void);
 
 /* Record stride for a number of frames (64-byte multiple). */
 static inline uint32_t scratch_seg_record_stride(uint32_t frames)

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unwind.h>
 
+#include "internal.h"
 #include "segment.h"
 
 /*

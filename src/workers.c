@@ -634,13 +634,19 @@ unsigned scratch_workers_size(const scratch_workers_t *w)
 
 int scratch_workers_stats(const scratch_workers_t *w, struct scratch_workers_stats *ret_stats)
 {
-	if (!w || !ret_stats)
+	struct scratch_workers_stats st = {0};
+	size_t n;
+
+	if (!w || !ret_stats || (n = scratch__stats_len(ret_stats->size, sizeof(st))) == 0)
 		return -EINVAL;
-	ret_stats->workers = w->nworkers;
-	ret_stats->spin = (uint64_t)w->spin;
-	ret_stats->dispatches = __atomic_load_n(&w->oc->dispatches, __ATOMIC_RELAXED);
-	ret_stats->inline_runs = __atomic_load_n(&w->inline_runs, __ATOMIC_RELAXED);
-	ret_stats->parks = __atomic_load_n(&w->oc->parks, __ATOMIC_RELAXED);
-	ret_stats->wakes = __atomic_load_n(&w->oc->wakes, __ATOMIC_RELAXED);
+	st.size = ret_stats->size;
+	st.version = SCRATCH_WORKERS_STATS_VERSION;
+	st.workers = w->nworkers;
+	st.spin = (uint64_t)w->spin;
+	st.dispatches = __atomic_load_n(&w->oc->dispatches, __ATOMIC_RELAXED);
+	st.inline_runs = __atomic_load_n(&w->inline_runs, __ATOMIC_RELAXED);
+	st.parks = __atomic_load_n(&w->oc->parks, __ATOMIC_RELAXED);
+	st.wakes = __atomic_load_n(&w->oc->wakes, __ATOMIC_RELAXED);
+	memcpy(ret_stats, &st, n);
 	return 0;
 }

@@ -37,6 +37,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "debug.h"
 #include "internal.h"
 #include "workers.h"
 
@@ -108,6 +109,35 @@ static size_t pool_min(void)
 }
 
 /* Caller holds ws->lock. */
+#if defined(SCRATCH_DEBUG)
+/* The file header's equations, from the kept teams (ws->lock held). */
+static void check_accounts(const struct scratch_workspace *ws)
+{
+	uint64_t retained = 0, leased = 0, panels = 0;
+
+	for (const struct scratch_team *t = ws->teams; t; t = t->next) {
+		uint64_t bytes = t->panel.cap;
+
+		for (unsigned m = 0; m < MAX_MEMBERS; m++)
+			for (unsigned k = 0; k < SCRATCH_SLOT_KINDS; k++)
+				bytes += t->slots[m][k].cap;
+		SCRATCH_ASSERT(!t->local && bytes == t->bytes);
+		retained += t->bytes;
+		leased += t->leased ? t->bytes : 0;
+		panels += t->panel.cap;
+	}
+	SCRATCH_ASSERT(retained == ws->retained);
+	SCRATCH_ASSERT(leased == ws->leased);
+	SCRATCH_ASSERT(panels == ws->panel_bytes);
+	SCRATCH_ASSERT(ws->leased <= ws->retained && ws->panel_bytes <= ws->retained);
+}
+#else
+static inline void check_accounts(const struct scratch_workspace *ws)
+{
+	(void)ws;
+}
+#endif
+
 static void publish(struct scratch_workspace *ws)
 {
 	struct scratch__owner_counters *oc = ws->oc;
@@ -118,6 +148,7 @@ static void publish(struct scratch_workspace *ws)
 	SCRATCH__STORE(&oc->panel_bytes, ws->panel_bytes);
 	SCRATCH__STORE(&oc->growths, ws->growths);
 	scratch__seq_end(&oc->seq);
+	check_accounts(ws);
 }
 
 static bool held_by_me(const struct scratch_workspace *ws)
@@ -564,10 +595,15 @@ size_t scratch_workspace_trim(scratch_workspace_t *ws)
 
 int scratch_workspace_stats(scratch_workspace_t *ws, struct scratch_workspace_stats *ret_stats)
 {
-	if (!ws || !ret_stats)
+	struct scratch_workspace_stats st;
+	size_t n;
+
+	if (!ws || !ret_stats || (n = scratch__stats_len(ret_stats->size, sizeof(st))) == 0)
 		return -EINVAL;
 	pthread_mutex_lock(&ws->lock);
-	*ret_stats = (struct scratch_workspace_stats){
+	st = (struct scratch_workspace_stats){
+	        .size = ret_stats->size,
+	        .version = SCRATCH_WORKSPACE_STATS_VERSION,
 	        .retained = ws->retained,
 	        .leased = ws->leased,
 	        .panel_bytes = ws->panel_bytes,
@@ -579,6 +615,7 @@ int scratch_workspace_stats(scratch_workspace_t *ws, struct scratch_workspace_st
 	        .lost = ws->lost,
 	};
 	pthread_mutex_unlock(&ws->lock);
+	memcpy(ret_stats, &st, n);
 	return 0;
 }
 

@@ -459,22 +459,6 @@ int segread_drain(const struct segread *s, uint64_t *next, uint64_t *lost, uint6
 	return rc == -EAGAIN ? -EAGAIN : 0;
 }
 
-static void add_counters(struct segread_totals *t, const struct scratch__counters *c)
-{
-	t->allocs += c->allocs;
-	t->hits += c->hits;
-	t->depot_hits += c->depot_hits;
-	t->misses += c->misses;
-	t->frees += c->frees;
-	t->remote_in += c->remote_in;
-	t->remote_out += c->remote_out;
-	t->passthrough += c->passthrough;
-	t->retained += segread_retained(c);
-	t->leased += segread_leased(c);
-	t->peak_leased += c->peak_leased;
-	t->growth_bytes += c->growth_bytes;
-}
-
 const char *segread_pools_off_name(uint32_t pools_off)
 {
 	/* JSON values: they never change once released */
@@ -488,26 +472,52 @@ const char *segread_pools_off_name(uint32_t pools_off)
 	return pools_off <= SCRATCH_SEG_OFF_MAX ? names[pools_off] : NULL;
 }
 
+/* scratch_seg_totals()'s walk over a slot snapshot. */
+struct totals_walk {
+	const struct segread_thread *t;
+	size_t n, i;
+};
+
+static bool next_thread(void *ctx, struct scratch__counters *ret)
+{
+	struct totals_walk *w = ctx;
+
+	if (w->i >= w->n)
+		return false;
+	*ret = w->t[w->i++].c;
+	return true;
+}
+
 void segread_totals(const struct segread_thread *t, size_t n,
                     const struct scratch__proc_counters *proc, struct segread_totals *ret)
 {
+	struct totals_walk w = {t, n, 0};
+	struct scratch_seg_totals s;
+
+	scratch_seg_totals(&s, next_thread, &w, proc);
 	memset(ret, 0, sizeof(*ret));
+	ret->allocs = s.allocs;
+	ret->hits = s.hits;
+	ret->depot_hits = s.depot_hits;
+	ret->misses = s.misses;
+	ret->frees = s.frees;
+	ret->remote_in = s.remote_in;
+	ret->remote_out = s.remote_out;
+	ret->passthrough = s.passthrough;
+	ret->retained = s.retained;
+	ret->leased = s.leased;
+	ret->peak_leased = s.peak_leased;
+	ret->growth_bytes = s.growth_bytes;
+	ret->trimmed = s.trimmed;
+	ret->threads_seen = s.threads_seen;
+	ret->threads_exited = s.exited_threads;
+	ret->depot_bytes = s.depot_bytes;
 	for (size_t i = 0; i < n; i++) {
-		add_counters(ret, &t[i].c);
 		if (t[i].state == SCRATCH_SEG_LIVE)
 			ret->threads_live++;
 		else
 			ret->threads_exited++;
 	}
-	if (proc == NULL)
-		return;
-	add_counters(ret, &proc->exited);
-	ret->retained += proc->depot_bytes + proc->orphan_retained;
-	ret->leased += proc->orphan_leased;
-	ret->trimmed = proc->trimmed;
-	ret->threads_seen = proc->threads_seen;
-	ret->threads_exited += proc->exited_threads;
-	ret->depot_bytes = proc->depot_bytes;
 }
 
 /* Sums of the class arrays: PROC_ARRAYS rows (live, then hits,

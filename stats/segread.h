@@ -193,7 +193,8 @@ int segread_region(const struct segread *s, uint64_t *ret_base, uint64_t *ret_si
 int segread_blocks(const struct segread *s, struct segread_block *ret, uint32_t max,
                    uint32_t *ret_n, uint32_t *ret_skipped);
 
-/* Process totals as segment.h defines them, from a slot snapshot. */
+/* Process totals as segment.h defines them (scratch_seg_totals()), from a
+ * slot snapshot. */
 struct segread_totals {
 	uint64_t allocs, hits, depot_hits, misses, frees, remote_in, remote_out, passthrough;
 	uint64_t retained, leased, peak_leased, growth_bytes, trimmed;
@@ -206,13 +207,13 @@ void segread_totals(const struct segread_thread *t, size_t n,
  * took out of the thread's cache while it was elsewhere. */
 static inline uint64_t segread_retained(const struct scratch__counters *c)
 {
-	return c->retained >= c->decayed_bytes ? c->retained - c->decayed_bytes : 0;
+	return scratch_seg_retained(c);
 }
 
 /* leased as reported: gross leased minus what other threads freed back. */
 static inline uint64_t segread_leased(const struct scratch__counters *c)
 {
-	return c->leased >= c->remote_in_bytes ? c->leased - c->remote_in_bytes : 0;
+	return scratch_seg_leased(c);
 }
 
 #endif /* SCRATCH_STATS_SEGREAD_H */

@@ -13,7 +13,7 @@
 
 static uint64_t thread_leased(void)
 {
-	struct scratch_stats st;
+	struct scratch_stats st = {.size = sizeof(st)};
 
 	ck_assert_int_eq(scratch_stats_thread(&st), 0);
 	return st.leased;
@@ -57,8 +57,8 @@ END_TEST
 START_TEST(test_reset_reuses_memory)
 {
 	scratch_arena_t *a = scratch_arena_new("ck-reuse", 256 * 1024);
-	struct scratch_stats before, after;
-	struct scratch_arena_stats as;
+	struct scratch_stats before = {.size = sizeof(before)}, after = {.size = sizeof(after)};
+	struct scratch_arena_stats as = {.size = sizeof(as)};
 	void *first[8];
 
 	ck_assert_ptr_nonnull(a);
@@ -88,7 +88,7 @@ START_TEST(test_growth_settles)
 {
 	uint64_t base = thread_leased();
 	scratch_arena_t *a = scratch_arena_new("ck-grow", 64 * 1024);
-	struct scratch_arena_stats as;
+	struct scratch_arena_stats as = {.size = sizeof(as)};
 	uint64_t growths_after_settle = 0;
 
 	ck_assert_ptr_nonnull(a);
@@ -119,7 +119,7 @@ START_TEST(test_mark_rewind)
 {
 	scratch_arena_t *a = scratch_arena_new("ck-mark", 64 * 1024);
 	struct scratch_arena_mark empty, m1, m2, stale;
-	struct scratch_arena_stats as;
+	struct scratch_arena_stats as = {.size = sizeof(as)};
 	uint64_t base = thread_leased();
 	char *p, *q;
 
@@ -171,7 +171,7 @@ START_TEST(test_stale_marks)
 {
 	scratch_arena_t *a = scratch_arena_new("ck-stale", 64 * 1024);
 	struct scratch_arena_mark m1, m2, m3, in2;
-	struct scratch_arena_stats as;
+	struct scratch_arena_stats as = {.size = sizeof(as)};
 	char *p;
 
 	ck_assert_ptr_nonnull(a);
@@ -247,7 +247,7 @@ START_TEST(test_limits)
 {
 	scratch_arena_t *a = scratch_arena_new(NULL, 0);
 	size_t min, max;
-	struct scratch_arena_stats as;
+	struct scratch_arena_stats as = {.size = sizeof(as)};
 
 	ck_assert_ptr_nonnull(a);
 	ck_assert(scratch_range(&min, &max));

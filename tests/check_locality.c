@@ -300,6 +300,17 @@ static size_t resident(void *p, size_t n)
 	return r;
 }
 
+/* Is any page of [p, p + n pages) mapped (mincore(2) answers for it)? */
+static bool any_mapped(void *p, size_t n)
+{
+	unsigned char v;
+
+	for (size_t i = 0; i < n; i++)
+		if (mincore((char *)p + i * PAGE, PAGE, &v) == 0)
+			return true;
+	return false;
+}
+
 START_TEST(test_self)
 {
 	char *p = mmap(NULL, 64 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -331,13 +342,18 @@ START_TEST(test_self)
 		/* Reading made nothing present. */
 		ck_assert_uint_eq(resident(p, 64), 10);
 	}
-	/* An unmapped range is absent too (-EFAULT per page). */
+	/* An unmapped range is absent too (-EFAULT per page), as long as it
+	 * stays unmapped: a sanitizer's runtime may map the hole again for
+	 * itself meanwhile (seen under ASan), and then there is nothing to
+	 * check. */
 	munmap(p, 64 * PAGE);
 	ck_assert_int_eq(
 	        placement_read(0, (uintptr_t)p, 64 * PAGE, PLACEMENT_HUGE, &pl, err, sizeof(err)),
 	        0);
-	ck_assert_uint_eq(pl.nruns, 1);
-	ck_assert_int_eq(pl.runs[0].node, PLACEMENT_ABSENT);
+	if (!any_mapped(p, 64)) {
+		ck_assert_uint_eq(pl.nruns, 1);
+		ck_assert_int_eq(pl.runs[0].node, PLACEMENT_ABSENT);
+	}
 	placement_free(&pl);
 }
 END_TEST

@@ -40,7 +40,7 @@ static void conf_add(const char *keys)
 
 static struct scratch_stats thread_stats(void)
 {
-	struct scratch_stats s;
+	struct scratch_stats s = {.size = sizeof(s)};
 
 	ck_assert_int_eq(scratch_stats_thread(&s), 0);
 	return s;
@@ -48,7 +48,7 @@ static struct scratch_stats thread_stats(void)
 
 static struct scratch_stats total_stats(void)
 {
-	struct scratch_stats s;
+	struct scratch_stats s = {.size = sizeof(s)};
 
 	ck_assert_int_eq(scratch_stats_total(&s), 0);
 	return s;
@@ -71,7 +71,7 @@ static void *run_thread(void *(*fn)(void *), void *arg)
 START_TEST(test_miss_then_hit)
 {
 	void *p, *q;
-	struct scratch_stats s;
+	struct scratch_stats s = {.size = sizeof(s)};
 
 	p = scratch_acquire(100 * KIB);
 	ck_assert_ptr_nonnull(p);
@@ -103,7 +103,7 @@ static void *first_acquire(void *arg)
 
 START_TEST(test_threads_isolated)
 {
-	struct scratch_stats s;
+	struct scratch_stats s = {.size = sizeof(s)};
 	void *p = scratch_acquire(100 * KIB);
 
 	scratch_release(p); /* now cached in this thread */
@@ -144,7 +144,7 @@ static void *orphan_thread(void *arg)
 START_TEST(test_orphan_threads)
 {
 	struct orphan_run r = {0};
-	struct scratch_stats t;
+	struct scratch_stats t = {.size = sizeof(t)};
 	size_t cap;
 
 	conf_add("max_threads:1");
@@ -209,7 +209,7 @@ static void *cached_thread(void *arg)
 
 START_TEST(test_late_exit_slots)
 {
-	struct scratch_stats s;
+	struct scratch_stats s = {.size = sizeof(s)};
 
 	conf_add("max_threads:2");
 	/* The library's own key first (so it is created before late_key, and
@@ -233,7 +233,7 @@ END_TEST
  * take the caches of such threads back. */
 START_TEST(test_trim_takes_late_exit_caches)
 {
-	struct scratch_stats s;
+	struct scratch_stats s = {.size = sizeof(s)};
 
 	ck_assert_int_eq(scratch_release(scratch_acquire(64 * KIB)), 0);
 	ck_assert_int_eq(pthread_key_create(&late_key, late_dtor), 0);
@@ -253,7 +253,7 @@ END_TEST
 START_TEST(test_classes_apart)
 {
 	void *a = scratch_acquire(64 * KIB), *b = scratch_acquire(200 * KIB);
-	struct scratch_stats s;
+	struct scratch_stats s = {.size = sizeof(s)};
 
 	ck_assert_ptr_ne(a, b);
 	s = thread_stats();
@@ -384,7 +384,7 @@ END_TEST
 START_TEST(test_cache_count_bound)
 {
 	void *p[10];
-	struct scratch_stats s0, s;
+	struct scratch_stats s0 = {.size = sizeof(s0)}, s = {.size = sizeof(s)};
 
 	conf_add("cache_count:4");
 	for (int i = 0; i < 10; i++)
@@ -406,7 +406,7 @@ END_TEST
 START_TEST(test_cache_bytes_bound)
 {
 	void *p[8];
-	struct scratch_stats s;
+	struct scratch_stats s = {.size = sizeof(s)};
 
 	conf_add("cache_bytes:256K,depot_bytes:0");
 	for (int i = 0; i < 8; i++)
@@ -424,7 +424,7 @@ END_TEST
 START_TEST(test_trim)
 {
 	char *p = scratch_acquire(1 * MIB), *q = scratch_acquire(3 * MIB);
-	struct scratch_stats s;
+	struct scratch_stats s = {.size = sizeof(s)};
 	size_t released;
 
 	memset(p, 0x5a, 1 * MIB);
@@ -497,7 +497,7 @@ static void *hundred(void *arg)
 START_TEST(test_four_threads_hit_rate)
 {
 	pthread_t t[4];
-	struct scratch_stats s[4], tot;
+	struct scratch_stats s[4], tot = {.size = sizeof(tot)};
 
 	pthread_barrier_init(&four, NULL, 4);
 	for (int i = 0; i < 4; i++)
@@ -534,7 +534,7 @@ static void *free_elsewhere(void *arg)
 START_TEST(test_remote_free_returns_to_owner)
 {
 	struct handoff h = {.p = scratch_acquire(512 * KIB)};
-	struct scratch_stats s;
+	struct scratch_stats s = {.size = sizeof(s)};
 	void *again;
 
 	memset(h.p, 1, 512 * KIB);
@@ -558,7 +558,7 @@ END_TEST
 START_TEST(test_exited_thread_cache_reused)
 {
 	void *theirs = run_thread(cache_one, NULL), *mine;
-	struct scratch_stats s;
+	struct scratch_stats s = {.size = sizeof(s)};
 
 	mine = scratch_acquire(2 * MIB);
 	ck_assert_ptr_eq(mine, theirs);
@@ -633,7 +633,7 @@ START_TEST(test_total_is_sum_of_threads)
 {
 	pthread_t t[NT];
 	struct sum_arg a[NT];
-	struct scratch_stats mine, tot, sum = {0};
+	struct scratch_stats mine = {.size = sizeof(mine)}, tot = {.size = sizeof(tot)}, sum = {0};
 
 	for (int i = 0; i < NT; i++) {
 		a[i].seed = i + 1;
@@ -675,7 +675,7 @@ START_TEST(test_scripted_accounting)
 	int first[N];
 	void *held[N];
 	uint64_t leased = 0, retained = 0, misses = 0;
-	struct scratch_stats s;
+	struct scratch_stats s = {.size = sizeof(s)};
 
 	conf_add("cache_count:1,depot_bytes:0");
 	for (int i = 0; i < N; i++) {
@@ -773,7 +773,7 @@ START_TEST(test_limits_under_stress)
 	void *volatile box[BOX] = {0};
 	pthread_t t[N];
 	struct stress_arg a[N];
-	struct scratch_stats s;
+	struct scratch_stats s = {.size = sizeof(s)};
 
 	conf_add("cache_count:2,cache_bytes:4M,depot_bytes:8M");
 	for (int i = 0; i < N; i++) {
@@ -933,7 +933,7 @@ static int fork_under_load(void *(*busy)(void *), int forks, int (*child)(void))
  * two counter updates when the fork came (never less). */
 static int child_trims_to_leased(void)
 {
-	struct scratch_stats st;
+	struct scratch_stats st = {.size = sizeof(st)};
 
 	scratch_trim();
 	return scratch_stats_total(&st) != 0 || st.retained < st.leased ||
@@ -1095,7 +1095,7 @@ END_TEST
 START_TEST(test_fork_without_fds_leaves_parent_alone)
 {
 	struct rlimit rl = {64, 64};
-	struct scratch_stats before, after;
+	struct scratch_stats before = {.size = sizeof(before)}, after = {.size = sizeof(after)};
 	void *a[4], *keep;
 	pid_t pid;
 	int status;
@@ -1173,7 +1173,7 @@ END_TEST
 START_TEST(test_exhausted_region_reclasses)
 {
 	void *big[3], *a, *b;
-	struct scratch_stats s;
+	struct scratch_stats s = {.size = sizeof(s)};
 
 	conf_add("reserve:1G,max_size:256M");
 	for (int i = 0; i < 3; i++)
@@ -1239,7 +1239,7 @@ START_TEST(test_larger_class_hit)
 {
 	char *a, *b;
 	size_t cap;
-	struct scratch_stats s;
+	struct scratch_stats s = {.size = sizeof(s)};
 
 	conf_add("decay_ms:0");
 	a = scratch_acquire(64 * MIB);
@@ -1363,7 +1363,7 @@ START_TEST(test_depot_larger_class)
 {
 	size_t size = 16 * MIB;
 	void *p, *q;
-	struct scratch_stats t;
+	struct scratch_stats t = {.size = sizeof(t)};
 
 	conf_add("decay_ms:0");
 	p = run_thread(leave_in_depot, &size);
@@ -1460,7 +1460,7 @@ START_TEST(test_class_stats)
 
 	conf_add("decay_ms:0");
 	ck_assert_int_eq(scratch_stats_class(MIB, NULL), -EINVAL);
-	ck_assert_int_eq(scratch_stats_class(MIB, &k), -EINVAL); /* smaller than version 1 */
+	ck_assert_int_eq(scratch_stats_class(MIB, &k), -EINVAL); /* holds no counter */
 	k.size = sizeof(k);
 	ck_assert_int_eq(scratch_stats_class(4 * KIB, &k), -ERANGE); /* below min_size */
 	ck_assert_uint_eq(k.version, SCRATCH_CLASS_STATS_VERSION);
@@ -1799,7 +1799,7 @@ START_TEST(test_decay_quiet_thread)
 	struct quiet q = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, NULL, {0}};
 	pthread_t t;
 	void *back;
-	struct scratch_stats s;
+	struct scratch_stats s = {.size = sizeof(s)};
 
 	conf_add("decay_ms:100");
 	pools_age(30);

@@ -64,7 +64,7 @@ static void run_and_check(scratch_workers_t *w, unsigned want_n)
 START_TEST(test_hundred_runs)
 {
 	scratch_workers_t *w = pool_of(4, SCRATCH_WORKERS_DEFAULT);
-	struct scratch_workers_stats st;
+	struct scratch_workers_stats st = {.size = sizeof(st)};
 
 	ck_assert_uint_eq(scratch_workers_size(w), 4);
 	for (int i = 0; i < 100; i++)
@@ -80,7 +80,7 @@ END_TEST
 START_TEST(test_spin0_parks_never_misses)
 {
 	scratch_workers_t *w = pool_of(3, 0);
-	struct scratch_workers_stats st;
+	struct scratch_workers_stats st = {.size = sizeof(st)};
 
 	for (int i = 0; i < 50; i++) {
 		run_and_check(w, 3);
@@ -103,7 +103,7 @@ START_TEST(test_spinners_need_no_wake)
 	/* A budget far longer than the test: workers never sleep, so no
 	 * dispatch may make a wake call. */
 	scratch_workers_t *w = pool_of(2, 1 << 26);
-	struct scratch_workers_stats st;
+	struct scratch_workers_stats st = {.size = sizeof(st)};
 
 	for (int i = 0; i < 100; i++)
 		run_and_check(w, 2);
@@ -119,7 +119,7 @@ START_TEST(test_serial_pools)
 {
 	scratch_workers_t *w = pool_of(0, SCRATCH_WORKERS_DEFAULT);
 	scratch_workers_t *w1 = pool_of(1, SCRATCH_WORKERS_DEFAULT);
-	struct scratch_workers_stats st;
+	struct scratch_workers_stats st = {.size = sizeof(st)};
 
 	ck_assert_uint_eq(scratch_workers_size(w), 1);
 	ck_assert_uint_eq(scratch_workers_size(w1), 1);
@@ -152,7 +152,7 @@ static unsigned usable_cpus(void)
 START_TEST(test_env_threads)
 {
 	scratch_workers_t *w;
-	struct scratch_workers_stats st;
+	struct scratch_workers_stats st = {.size = sizeof(st)};
 
 	setenv("SCRATCH_THREADS", "3", 1);
 	setenv("SCRATCH_SPIN", "17", 1);
@@ -306,7 +306,7 @@ static void nested_job(void *ctx, unsigned p, unsigned n)
 START_TEST(test_nested_dispatch)
 {
 	struct nest ns = {0};
-	struct scratch_workers_stats st;
+	struct scratch_workers_stats st = {.size = sizeof(st)};
 	unsigned n;
 
 	ns.w = pool_of(3, SCRATCH_WORKERS_DEFAULT);
@@ -398,7 +398,7 @@ START_TEST(test_concurrent_dispatch)
 	scratch_workers_t *w = pool_of(3, SCRATCH_WORKERS_DEFAULT);
 	struct racer r[3];
 	pthread_t th[3];
-	struct scratch_workers_stats st;
+	struct scratch_workers_stats st = {.size = sizeof(st)};
 
 	for (int i = 0; i < 3; i++) {
 		r[i] = (struct racer){.w = w, .runs = 200};
@@ -421,7 +421,7 @@ START_TEST(test_destroy_while_parked)
 {
 	for (int round = 0; round < 5; round++) {
 		scratch_workers_t *w = pool_of(3, 0);
-		struct scratch_workers_stats st;
+		struct scratch_workers_stats st = {.size = sizeof(st)};
 
 		run_and_check(w, 3);
 		/* Wait until both workers are asleep in the futex. */

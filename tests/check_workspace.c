@@ -18,7 +18,7 @@
 
 static struct scratch_workspace_stats stats_of(scratch_workspace_t *ws)
 {
-	struct scratch_workspace_stats st;
+	struct scratch_workspace_stats st = {.size = sizeof(st)};
 
 	ck_assert_int_eq(scratch_workspace_stats(ws, &st), 0);
 	ck_assert_uint_le(st.leased, st.retained);
@@ -114,7 +114,8 @@ END_TEST
 /* The workspace's bytes are blocks lent by this thread's pool. */
 START_TEST(test_bytes_are_pool_blocks)
 {
-	struct scratch_stats before, during, after;
+	struct scratch_stats before = {.size = sizeof(before)}, during = {.size = sizeof(during)},
+	                     after = {.size = sizeof(after)};
 	scratch_workspace_t *ws = scratch_workspace_new(NULL, 0);
 	scratch_team_t *t;
 
@@ -164,7 +165,7 @@ START_TEST(test_reentrant_fresh_buffers)
 {
 	scratch_workspace_t *ws = scratch_workspace_new("ck-reent", SCRATCH_WORKSPACE_TRACED);
 	struct scratch_growth rec[16];
-	struct scratch_workspace_stats st;
+	struct scratch_workspace_stats st = {.size = sizeof(st)};
 	scratch_team_t *outer, *inner;
 	void *p, *q;
 
@@ -238,7 +239,7 @@ START_TEST(test_reentrant_execute)
 	scratch_workers_t *w =
 	        scratch_workers_new(&(struct scratch_workers_opts){3, 0, false, NULL});
 	struct reent_exec r = {0};
-	struct scratch_workspace_stats st;
+	struct scratch_workspace_stats st = {.size = sizeof(st)};
 
 	r.ws = scratch_workspace_new(NULL, 0);
 	ck_assert_int_eq(scratch_workspace_execute(r.ws, w, outer_member, &r), 0);
@@ -356,7 +357,7 @@ START_TEST(test_execute_barrier_scatter)
 	        scratch_workers_new(&(struct scratch_workers_opts){3, 0, false, NULL});
 	scratch_workspace_t *ws = scratch_workspace_new(NULL, 0);
 	struct gemm g = {0};
-	struct scratch_workspace_stats st;
+	struct scratch_workspace_stats st = {.size = sizeof(st)};
 
 	for (g.round = 1; g.round <= 50; g.round++)
 		ck_assert_int_eq(scratch_workspace_execute(ws, w, gemm_member, &g), 0);
@@ -495,7 +496,7 @@ START_TEST(test_concurrent_executes_never_share)
 	scratch_workspace_t *ws = scratch_workspace_new(NULL, 0);
 	struct exec_racer r[3];
 	pthread_t th[3];
-	struct scratch_workspace_stats st;
+	struct scratch_workspace_stats st = {.size = sizeof(st)};
 
 	for (int i = 0; i < 3; i++) {
 		r[i] = (struct exec_racer){ws, w, 0};
@@ -548,7 +549,7 @@ END_TEST
 START_TEST(test_misuse)
 {
 	scratch_workspace_t *ws = scratch_workspace_new(NULL, 0);
-	struct scratch_workspace_stats st;
+	struct scratch_workspace_stats st = {.size = sizeof(st)};
 	scratch_team_t *t;
 
 	errno = 0;

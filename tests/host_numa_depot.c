@@ -101,7 +101,7 @@ static void placement(const char *step, char *p, size_t len)
 /* The lines of step for block p, acquired by this thread. */
 static void report(const char *step, char *p)
 {
-	struct scratch_stats t, s;
+	struct scratch_stats t = {.size = sizeof(t)}, s = {.size = sizeof(s)};
 
 	if (scratch_stats_thread(&t) != 0 || scratch_stats_total(&s) != 0)
 		die("scratch_stats");
@@ -171,7 +171,7 @@ static void *mover(void *arg)
 
 static void *repin(void *arg)
 {
-	struct scratch_stats t;
+	struct scratch_stats t = {.size = sizeof(t)};
 	char *p;
 	int i;
 

@@ -4,13 +4,16 @@
 check_PROGRAMS += tests/check_scratch
 tests_check_scratch_SOURCES = tests/check_scratch.c tests/suites.h \
 	tests/check_conf.c tests/check_pool.c \
-	tests/check_workers.c tests/check_arena.c tests/check_workspace.c
+	tests/check_workers.c tests/check_arena.c tests/check_workspace.c tests/check_stats_abi.c \
+	tests/check_debug.c
 tests_check_scratch_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_check_scratch_LDADD = libscratch.la libscratch_conf.la $(CHECK_LIBS) $(PTHREAD_LIBS)
 TESTS += tests/check_scratch
 
-TESTS += tests/exports.test tests/man.test tests/format.test tests/valgrind.test tests/dist.test
+TESTS += tests/exports.test tests/man.test tests/format.test tests/valgrind.test tests/dist.test \
+	tests/debug_asan.test tests/segment_header.test
 EXTRA_DIST += tests/exports.test tests/man.test tests/format.test tests/valgrind.test tests/dist.test \
+	tests/debug_asan.test tests/segment_header.test \
 	tests/env.sh.in tests/exports.expected tests/exports-preload.expected \
 	tests/valgrind.supp
 DISTCLEANFILES += tests/env.sh

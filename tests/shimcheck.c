@@ -17,7 +17,7 @@
 __attribute__((destructor)) static void shimcheck_report(void)
 {
 	const char *path = getenv("SCRATCH_SHIMCHECK_OUT");
-	struct scratch_stats st;
+	struct scratch_stats st = {.size = sizeof(st)};
 	char line[160];
 
 	if (!path || scratch_stats_total(&st) != 0)

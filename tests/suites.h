@@ -19,6 +19,8 @@ Suite *pool_suite(void);
 Suite *workers_suite(void);
 Suite *arena_suite(void);
 Suite *workspace_suite(void);
+Suite *stats_abi_suite(void);
+Suite *debug_suite(void);
 Suite *segread_suite(void);
 Suite *topology_suite(void);
 Suite *placement_suite(void);
