@@ -18,8 +18,8 @@
  * times the request, 64 by default): of those whose pages already cover
  * the request (a block's extent, the largest request a slow path lent it
  * since its pages were last returned), the closest fit, else the one with
- * the most pages; equal ones, the block released last. Then the depot's own
- * class or, the same way, its larger ones; only then a new block. So the
+ * the most pages; equal ones, the smaller class. Then the depot's own
+ * class or its larger ones, the one put last; only then a new block. So the
  * memory a thread touched a moment ago serves its next request of any
  * size, and the blocks with many pages stay for the requests that need
  * them. A miss that continues a climb (the thread's last two growths rose
