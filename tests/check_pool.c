@@ -1659,6 +1659,46 @@ START_TEST(test_decay_thread_waits_a_period)
 }
 END_TEST
 
+static long page_faults(void)
+{
+	struct rusage ru;
+
+	ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
+	return ru.ru_minflt + ru.ru_majflt;
+}
+
+static void *idle_thread(void *arg)
+{
+	return arg;
+}
+
+/* The decay thread starts a period into the process, in what a host
+ * measures as its steady state: its stack was mapped and its top written
+ * at the first miss, so its start faults no page of its own (it faulted 2
+ * or 3 before). glibc's own allocation for the new thread (its TLS vector,
+ * from the heap) may still take a new heap page: at most 1. */
+START_TEST(test_decay_thread_start_faults_nothing)
+{
+	void *a, *b;
+	long before;
+
+	conf_add("decay_ms:4000"); /* a period of 1 s */
+	/* Check forks each test: glibc's pages that a thread's start writes
+	 * (its heap, its thread lists) are the parent's until written once */
+	(void)run_thread(idle_thread, NULL);
+	a = scratch_acquire(2 * MIB);
+	scratch_release(a);
+	usleep(1100 * 1000);
+	before = page_faults();
+	b = scratch_acquire(3 * MIB / 2); /* a larger-class hit: the slow path */
+	ck_assert_ptr_eq(b, a);
+	usleep(300 * 1000); /* the thread starts and makes its first pass */
+	ck_assert_int_le(page_faults() - before, 1);
+	scratch_release(b);
+	ck_assert_int_eq(threads_named("scratch-decay"), 1);
+}
+END_TEST
+
 /* Wait (at most about 20 s) until the process's trimmed bytes reach want. */
 static uint64_t wait_trimmed(uint64_t want)
 {
@@ -1897,6 +1937,10 @@ Suite *pool_suite(void)
 
 	tc = tcase_create("decay");
 	tcase_set_timeout(tc, 60);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(UNDER_TSAN)
+	/* a sanitizer's runtime faults pages of its own for a new thread */
+	tcase_add_test(tc, test_decay_thread_start_faults_nothing);
+#endif
 	/* ThreadSanitizer cannot see the gate's membarrier: its builds keep
 	 * decay passes out of other threads' caches (see pool.c) */
 #ifndef UNDER_TSAN
