@@ -1460,9 +1460,15 @@ SCRATCH_COLD static void decay_start(void)
 	if (!__atomic_compare_exchange_n(&dk.state, &none, DK_RUNNING, false, __ATOMIC_ACQ_REL,
 	                                 __ATOMIC_RELAXED))
 		return;
-	if (g.conf.decay_thread && pthread_attr_init(&attr) == 0) {
-		char *stack = __atomic_load_n(&dk.stack, __ATOMIC_ACQUIRE);
+	/* On the prepared stack first; a static TLS too large for it (or a
+	 * runtime that needs more, as ThreadSanitizer's) makes that fail, and
+	 * then glibc's own stack of the same size, which it enlarges by the
+	 * TLS, serves. */
+	for (int own = 1; own >= 0 && rc != 0; own--) {
+		char *stack = own ? __atomic_load_n(&dk.stack, __ATOMIC_ACQUIRE) : NULL;
 
+		if (!g.conf.decay_thread || (own && stack == NULL) || pthread_attr_init(&attr) != 0)
+			continue;
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 		if (stack == NULL || pthread_attr_setstack(&attr, stack, DECAY_STACK) != 0)
 			pthread_attr_setstacksize(&attr, DECAY_STACK);
@@ -1489,6 +1495,9 @@ SCRATCH_COLD static void decay_stack_prepare(void)
 
 	if (__atomic_exchange_n(&dk.stack_once, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
+#if defined(SCRATCH__TSAN)
+	return; /* its runtime needs a larger stack than this, and says so */
+#endif
 	stack = scratch__os_map(DECAY_STACK);
 	if (stack == NULL)
 		return;
