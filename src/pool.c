@@ -13,17 +13,22 @@
  * smallest request it serves; untouched tail pages are never faulted.
  *
  * Reuse is hot-first. A request takes the head of its own class's bin (the
- * fast path); failing that, on the slow path, the idle block of its
- * thread's cache released last among the larger classes it may take (at
- * most max_fit times the request, 64 by default), then the depot's own
- * class or, the same way, its larger ones; only then a new block. So the
+ * fast path); failing that, on the slow path, an idle block of its
+ * thread's cache among the larger classes it may take (at most max_fit
+ * times the request, 64 by default): of those whose pages already cover
+ * the request (a block's extent, the largest request a slow path lent it
+ * since its pages were last returned), the closest fit, else the one with
+ * the most pages; equal ones, the smaller class. Then the depot's own
+ * class or its larger ones, the one put last; only then a new block. So the
  * memory a thread touched a moment ago serves its next request of any
- * size. A miss that continues a climb (the thread's last two growths rose
+ * size, and the blocks with many pages stay for the requests that need
+ * them. A miss that continues a climb (the thread's last two growths rose
  * to just below it, within 4x) carves twice the request: a buffer that
  * grows every token costs one new block per doubling, and the growth
  * returns the pages of the blocks it outgrew (carve_shed: any new block
- * does, for the idle blocks of the thread below its class). A block keeps
- * its class for life (reclass aside): it goes back to its own bin.
+ * does, for the idle blocks of the thread below its class, beyond 1/8 of
+ * what the thread has leased). A block keeps its class for life (reclass
+ * aside): it goes back to its own bin.
  *
  * A block is in exactly one place at a time:
  *   LEASED  - lent to the program;
@@ -135,7 +140,10 @@ struct blk {
 	 * (the cache's clock, see decay marks); DEPOT, the monotonic ms of
 	 * the put. Each bin and depot list is newest first. */
 	uint64_t stamp;
-	uint64_t pad2;
+	/* Bytes from the start that a lease may have written since the pages
+	 * were last fresh: the largest request a slow path lent it (a fast-path
+	 * hit, a request of its own class, is not recorded). 0 when fresh. */
+	uint64_t ext;
 };
 _Static_assert(sizeof(struct blk) == 32, "a power of two: one shift indexes the table");
 
@@ -770,6 +778,7 @@ static uint32_t carve_any(unsigned bin)
 	d->pgoff = (uint32_t)((at - g.base) >> PAGE_SHIFT);
 	d->cls = (uint8_t)bin;
 	d->fresh = 1;
+	d->ext = 0;
 	__atomic_store_n(&g.starttab[d->pgoff], id, __ATOMIC_RELEASE);
 	return id;
 }
@@ -877,6 +886,7 @@ static void block_empty(uint32_t id)
 	scratch__os_decommit((void *)blk_addr(d), cap);
 	pthread_mutex_lock(&g.lock);
 	d->fresh = 1;
+	d->ext = 0;
 	d->next = g.empty_head[bin];
 	g.empty_head[bin] = id;
 	g.live_blocks--;
@@ -961,6 +971,7 @@ static uint64_t depot_trim(void)
 			d->state = BLK_EMPTY;
 			scratch__segment_block_state(id, SCRATCH_SEG_BLK_EMPTY);
 			d->fresh = 1;
+			d->ext = 0;
 			d->next = g.empty_head[bin];
 			g.empty_head[bin] = id;
 			g.live_blocks--;
@@ -1474,6 +1485,7 @@ static void decay_finish(uint32_t list)
 
 		next = d->next;
 		d->fresh = 1;
+		d->ext = 0;
 		d->next = g.empty_head[d->cls];
 		g.empty_head[d->cls] = id;
 		g.live_blocks--;
@@ -1495,7 +1507,16 @@ static struct {
 	uint64_t next_ms;     /* inline passes: not before */
 	bool cpus_known;      /* per_node: node_cpus read, by the decay thread alone */
 	uint64_t node_cpus[DEPOT_NODES][CPU_WORDS];
+	char *stack; /* the thread's stack, its top touched in advance */
+	uint32_t stack_once;
 } dk = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* The decay thread's stack: room for the static TLS of big hosts too (glibc
+ * puts its descriptor and static TLS at the top of a stack it is given);
+ * the top DECAY_STACK_WARM bytes, which a host with a small static TLS is
+ * all the thread ever touches, are written in advance. */
+#define DECAY_STACK      (UINT64_C(256) << 10)
+#define DECAY_STACK_WARM (UINT64_C(16) << 10)
 
 enum { DK_NONE, DK_RUNNING, DK_INLINE };
 
@@ -1712,11 +1733,18 @@ SCRATCH_COLD static void decay_start(void)
 	if (!__atomic_compare_exchange_n(&dk.state, &none, DK_RUNNING, false, __ATOMIC_ACQ_REL,
 	                                 __ATOMIC_RELAXED))
 		return;
-	if (g.conf.decay_thread && pthread_attr_init(&attr) == 0) {
+	/* On the prepared stack first; a static TLS too large for it (or a
+	 * runtime that needs more, as ThreadSanitizer's) makes that fail, and
+	 * then glibc's own stack of the same size, which it enlarges by the
+	 * TLS, serves. */
+	for (int own = 1; own >= 0 && rc != 0; own--) {
+		char *stack = own ? __atomic_load_n(&dk.stack, __ATOMIC_ACQUIRE) : NULL;
+
+		if (!g.conf.decay_thread || (own && stack == NULL) || pthread_attr_init(&attr) != 0)
+			continue;
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		/* room for the static TLS of big hosts too; only what it
-		 * touches (a few pages) is ever resident */
-		pthread_attr_setstacksize(&attr, 256 << 10);
+		if (stack == NULL || pthread_attr_setstack(&attr, stack, DECAY_STACK) != 0)
+			pthread_attr_setstacksize(&attr, DECAY_STACK);
 		sigfillset(&all);
 		pthread_sigmask(SIG_SETMASK, &all, &old);
 		rc = pthread_create(&t, &attr, decay_main, NULL);
@@ -1725,6 +1753,30 @@ SCRATCH_COLD static void decay_start(void)
 	}
 	if (rc != 0)
 		__atomic_store_n(&dk.state, DK_INLINE, __ATOMIC_RELEASE);
+}
+
+/*
+ * Map the decay thread's stack and write its top, once, at the process's
+ * first slow-path acquire (its first growth): the thread starts a decay
+ * period later, in what a host measures as its steady state, and would
+ * fault its descriptor, TLS and first frames in there (two faults on
+ * bench/decode). Costs a process that never gets the thread 4 pages.
+ */
+SCRATCH_COLD static void decay_stack_prepare(void)
+{
+	char *stack;
+
+	if (__atomic_exchange_n(&dk.stack_once, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+#if defined(SCRATCH__TSAN)
+	return; /* its runtime needs a larger stack than this, and says so */
+#endif
+	stack = scratch__os_map(DECAY_STACK);
+	if (stack == NULL)
+		return;
+	for (uint64_t off = DECAY_STACK - DECAY_STACK_WARM; off < DECAY_STACK; off += PAGE_SIZE)
+		((volatile char *)stack)[off] = 0;
+	__atomic_store_n(&dk.stack, stack, __ATOMIC_RELEASE);
 }
 
 /* A process shorter than this never needs a pass of the thread: one decay
@@ -1750,6 +1802,9 @@ static void decay_slow_event(struct tcache *tc)
 	if (g.conf.decay_ms == 0)
 		return;
 	st = __atomic_load_n(&dk.state, __ATOMIC_ACQUIRE);
+	if (st == DK_NONE && g.conf.decay_thread &&
+	    __atomic_load_n(&dk.stack_once, __ATOMIC_RELAXED) == 0)
+		decay_stack_prepare();
 	if (st == DK_NONE && scratch__os_monotonic_ms() - g.born_ms >= decay_thread_after_ms()) {
 		decay_start();
 		st = __atomic_load_n(&dk.state, __ATOMIC_ACQUIRE);
@@ -1834,25 +1889,43 @@ static uint32_t bin_pop(struct tcache *tc, unsigned b)
 	return id;
 }
 
+/* Is idle block a a better one than b (not 0) for a request of size? One
+ * whose extent covers the request (no new pages) beats one that does not;
+ * of two that do, the closer fit, which keeps the blocks with more pages
+ * for the requests that need them (hot-first alone lets every block of a
+ * random-size live set end up with the pages of its largest request); of
+ * two that do not, the one with more pages (fewer new faults); of equal
+ * extents, the smaller class, which keeps the larger capacity for the
+ * larger requests (taken newest first otherwise, a large block went to a
+ * small request and the next large one missed, every token). */
+static bool fits_better(const struct blk *a, const struct blk *b, uint64_t size)
+{
+	bool ca = a->ext >= size, cb = b->ext >= size;
+
+	if (ca != cb)
+		return ca;
+	if (a->ext != b->ext)
+		return ca ? a->ext < b->ext : a->ext > b->ext;
+	return a->cls < b->cls;
+}
+
 /*
- * Hot-first across classes: of tc's idle blocks of the classes above bin
- * that a request of size may take (fit_top), the one released last, whose
- * pages are the warmest in cache and TLB. Each bin's head is its newest
- * block, so this reads one head per class: at most 4 log2(max_fit) + 4 of
- * them (28 at the default), on the slow path only. 0 when none.
+ * Across classes: of the heads of tc's bins above bin that a request of
+ * size may take (fit_top), the best fit (fits_better). Each bin's head is
+ * its newest block, so this reads one head per class: at most
+ * 4 log2(max_fit) + 4 of them (28 at the default), on the slow path only.
+ * 0 when none.
  */
 static uint32_t cache_take_larger(struct tcache *tc, uint64_t size, unsigned bin)
 {
 	unsigned top = fit_top(size), best = 0;
-	uint64_t stamp = 0;
 
 	for (unsigned b = bin + 1; b <= top; b++) {
 		uint32_t id = tc->bins[b].head;
 
-		if (id != 0 && (best == 0 || g.blk[id].stamp > stamp)) {
+		if (id != 0 &&
+		    (best == 0 || fits_better(&g.blk[id], &g.blk[tc->bins[best].head], size)))
 			best = b;
-			stamp = g.blk[id].stamp;
-		}
 	}
 	return best == 0 ? 0 : bin_pop(tc, best);
 }
@@ -1880,11 +1953,31 @@ static unsigned growth_class(const struct tcache *tc, uint64_t size, unsigned bi
 }
 
 /*
+ * The idle bytes tc gives back when it carves bytes more: what its cache
+ * holds beyond 1/8 of what it will have leased, at most bytes. A growing
+ * buffer leaves the block it outgrew idle (half or more of the new one),
+ * which goes; a live set of many blocks whose sizes vary keeps a few idle
+ * ones, which serve its next requests without new pages: returning them
+ * at every miss only to fault them again cost that host (bench/churn)
+ * three quarters of its faults.
+ */
+static uint64_t shed_bytes(const struct tcache *tc, uint64_t bytes)
+{
+	uint64_t leased =
+	        tc->c->leased - __atomic_load_n(&tc->c->remote_in_bytes, __ATOMIC_RELAXED);
+	uint64_t keep = (leased + bytes) / 8;
+
+	if (tc->cached_bytes <= keep)
+		return 0;
+	return tc->cached_bytes - keep < bytes ? tc->cached_bytes - keep : bytes;
+}
+
+/*
  * A new block of bytes for a request of class bin: tc's idle blocks of the
  * classes below could not serve it, and a growing buffer (or a working set
  * that moved up) leaves them behind. Their pages go back now, the smallest
- * classes first and at most bytes of them, so the new pages replace old
- * ones instead of adding to them and no trail of resident idle blocks
+ * classes first and up to shed_bytes() of them, so the new pages replace
+ * old ones instead of adding to them and no trail of resident idle blocks
  * stays; their addresses stay with their classes. Under g.lock (dropped
  * around each madvise); tc is the caller's, busy.
  */
@@ -1892,6 +1985,7 @@ static void carve_shed(struct tcache *tc, unsigned bin, uint64_t bytes)
 {
 	uint64_t shed = 0;
 
+	bytes = shed_bytes(tc, bytes);
 	for (unsigned b = g.cls_base; b < bin && shed < bytes; b++)
 		while (tc->bins[b].head != 0 && shed < bytes) {
 			shed += g.cls_size[b];
@@ -2053,6 +2147,8 @@ SCRATCH_COLD static void *acquire_slow(uint64_t size, bool *ret_fresh)
 	scratch__segment_block_lease(id, blk_addr(d), g.cls_size[d->cls], d->cls,
 	                             is_tc(tc) ? tc->tid : 0,
 	                             is_tc(tc) ? tc->tid : scratch__os_gettid());
+	if (d->ext < size)
+		d->ext = size; /* what this lease may write: fits_better() */
 	if (ret_fresh != NULL)
 		*ret_fresh = fresh && d->fresh;
 	d->fresh = 0;

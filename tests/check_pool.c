@@ -1263,11 +1263,12 @@ START_TEST(test_larger_class_hit)
 }
 END_TEST
 
-/* Of several idle blocks large enough, the one released last wins; the
- * request's own class still comes first. */
-START_TEST(test_larger_class_most_recent)
+/* Of several idle blocks large enough, the one whose pages fit the request
+ * closest wins, though another was released last; the request's own class
+ * still comes first. */
+START_TEST(test_larger_class_closest_fit)
 {
-	void *b2, *b4;
+	void *b2, *b4, *p, *q;
 	uint64_t held = 6 * MIB;
 
 	conf_add("decay_ms:0");
@@ -1275,20 +1276,70 @@ START_TEST(test_larger_class_most_recent)
 	b4 = scratch_acquire(4 * MIB);
 	expect_pool(held, held);
 	scratch_release(b2);
-	scratch_release(b4);
-	ck_assert_ptr_eq(scratch_acquire(MIB + 1), b4); /* released last */
+	scratch_release(b4); /* released last, but 4 MiB of pages */
+	expect_pool(held, 0);
+	p = scratch_acquire(MIB + 1);
+	ck_assert_ptr_eq(p, b2); /* 2 MiB of pages: the closest fit */
+	expect_pool(held, 2 * MIB);
+	q = scratch_acquire(MIB + 1);
+	ck_assert_ptr_eq(q, b4); /* the one left */
+	expect_pool(held, held);
+	scratch_release(q);
+	scratch_release(p);
+	ck_assert_ptr_eq(scratch_acquire(4 * MIB), b4); /* its own class comes first */
 	expect_pool(held, 4 * MIB);
-	scratch_release(b4);                            /* the newest again */
-	ck_assert_ptr_eq(scratch_acquire(2 * MIB), b2); /* its own class comes first */
-	expect_pool(held, 2 * MIB);
-	scratch_release(b2); /* now b2 is the newest */
-	ck_assert_ptr_eq(scratch_acquire(MIB + 1), b2);
-	expect_pool(held, 2 * MIB);
-	scratch_release(b2);
+	scratch_release(b4);
 	expect_pool(held, 0);
 	ck_assert_uint_eq(thread_stats().misses, 2);
 	ck_assert_uint_eq(thread_stats().hits, 3);
 	ck_assert_uint_eq(thread_stats().depot_hits, 0);
+	ck_assert_uint_eq(total_stats().trimmed, 0);
+}
+END_TEST
+
+/* A miss returns the pages of the thread's smaller idle blocks only beyond
+ * 1/8 of what the thread will have leased: a live set of many blocks keeps
+ * a few idle ones (they serve its next requests without new pages), a
+ * thread whose idle block is large beside what it leases returns it. */
+START_TEST(test_shed_keeps_an_eighth)
+{
+	void *live, *i4, *i2, *n, *m;
+	uint64_t held, trimmed;
+
+	conf_add("decay_ms:0");
+	live = scratch_acquire(64 * MIB);
+	i4 = scratch_acquire(4 * MIB);
+	i2 = scratch_acquire(2 * MIB); /* misses that fall: no growth block */
+	held = 70 * MIB;
+	expect_pool(held, held);
+	scratch_release(i4);
+	scratch_release(i2);
+	expect_pool(held, 64 * MIB);
+	/* leased 64 MiB + 8 MiB: 9 MiB may stay idle, 6 MiB is */
+	n = scratch_acquire(8 * MIB);
+	held += 8 * MIB;
+	expect_pool(held, 72 * MIB);
+	ck_assert_uint_eq(total_stats().trimmed, 0);
+	ck_assert_ptr_eq(scratch_acquire(2 * MIB), i2); /* kept, with its pages */
+	expect_pool(held, 74 * MIB);
+	scratch_release(i2);
+	scratch_release(live);
+	scratch_release(n);
+	expect_pool(held, 0);
+	/* The 8 MiB block lent again, 70 MiB idle: a 128 MiB miss (more than
+	 * the 64 MiB block holds) may keep (8 + 128) / 8 = 17 MiB idle, so 53
+	 * MiB go, whole blocks, the smallest classes first: 2, 4, then 64. */
+	n = scratch_acquire(8 * MIB);
+	expect_pool(held, 8 * MIB);
+	m = scratch_acquire(128 * MIB);
+	ck_assert_ptr_nonnull(m);
+	trimmed = total_stats().trimmed;
+	ck_assert_uint_eq(trimmed, 70 * MIB);
+	held = held - 70 * MIB + scratch_usable_size(m);
+	expect_pool(held, 8 * MIB + scratch_usable_size(m));
+	scratch_release(m);
+	scratch_release(n);
+	expect_pool(held, 0);
 }
 END_TEST
 
@@ -1708,6 +1759,46 @@ START_TEST(test_decay_thread_waits_a_period)
 }
 END_TEST
 
+static long page_faults(void)
+{
+	struct rusage ru;
+
+	ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
+	return ru.ru_minflt + ru.ru_majflt;
+}
+
+static void *idle_thread(void *arg)
+{
+	return arg;
+}
+
+/* The decay thread starts a period into the process, in what a host
+ * measures as its steady state: its stack was mapped and its top written
+ * at the first miss, so its start faults no page of its own (it faulted 2
+ * or 3 before). glibc's own allocation for the new thread (its TLS vector,
+ * from the heap) may still take a new heap page: at most 1. */
+START_TEST(test_decay_thread_start_faults_nothing)
+{
+	void *a, *b;
+	long before;
+
+	conf_add("decay_ms:4000"); /* a period of 1 s */
+	/* Check forks each test: glibc's pages that a thread's start writes
+	 * (its heap, its thread lists) are the parent's until written once */
+	(void)run_thread(idle_thread, NULL);
+	a = scratch_acquire(2 * MIB);
+	scratch_release(a);
+	usleep(1100 * 1000);
+	before = page_faults();
+	b = scratch_acquire(3 * MIB / 2); /* a larger-class hit: the slow path */
+	ck_assert_ptr_eq(b, a);
+	usleep(300 * 1000); /* the thread starts and makes its first pass */
+	ck_assert_int_le(page_faults() - before, 1);
+	scratch_release(b);
+	ck_assert_int_eq(threads_named("scratch-decay"), 1);
+}
+END_TEST
+
 /* Wait (at most about 20 s) until the process's trimmed bytes reach want. */
 static uint64_t wait_trimmed(uint64_t want)
 {
@@ -1935,7 +2026,8 @@ Suite *pool_suite(void)
 
 	tc = tcase_create("reuse");
 	tcase_add_test(tc, test_larger_class_hit);
-	tcase_add_test(tc, test_larger_class_most_recent);
+	tcase_add_test(tc, test_larger_class_closest_fit);
+	tcase_add_test(tc, test_shed_keeps_an_eighth);
 	tcase_add_test(tc, test_reuse_bound);
 	tcase_add_test(tc, test_reuse_bound_conf);
 	tcase_add_test(tc, test_depot_larger_class);
@@ -1947,6 +2039,10 @@ Suite *pool_suite(void)
 
 	tc = tcase_create("decay");
 	tcase_set_timeout(tc, 60);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(UNDER_TSAN)
+	/* a sanitizer's runtime faults pages of its own for a new thread */
+	tcase_add_test(tc, test_decay_thread_start_faults_nothing);
+#endif
 	/* ThreadSanitizer cannot see the gate's membarrier: its builds keep
 	 * decay passes out of other threads' caches (see pool.c) */
 #ifndef UNDER_TSAN
