@@ -13,6 +13,9 @@ stats_scratchd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS)
 stats_scratchd_LDADD = libscratch_segread.la $(MHD_LIBS) $(JANSSON_LIBS) $(PTHREAD_LIBS)
 
 stats_scratchstat_SOURCES = stats/scratchstat.c stats/symbols.c stats/symbols.h
+# the HTML report: the command, the page's sections, its SVG primitives
+stats_scratchstat_SOURCES += stats/report_cli.c stats/report_cli.h stats/report.c stats/report.h \
+	stats/report_svg.c stats/report_svg.h
 stats_scratchstat_CPPFLAGS = $(AM_CPPFLAGS) -DSCRATCH_SBINDIR='"$(sbindir)"'
 stats_scratchstat_CFLAGS = $(AM_CFLAGS) $(CURL_CFLAGS) $(JANSSON_CFLAGS) $(DW_CFLAGS)
 stats_scratchstat_LDADD = libscratch_segread.la $(CURL_LIBS) $(JANSSON_LIBS) $(DW_LIBS) -ldl

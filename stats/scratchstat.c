@@ -8,6 +8,7 @@
  *   scratchstat trace PID [--follow] [--since SEQ] [--frames]
  *   scratchstat owners PID | history PID
  *   scratchstat sizes PID               per size class: requests, hits, misses
+ *   scratchstat report PID [-o FILE]    the HTML report (report_cli.c)
  *
  * Every view is one JSON value (what scratchd served, plus symbolized call
  * sites for traces); --json prints that value, the table is rendered from
@@ -36,6 +37,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "report_cli.h"
 #include "symbols.h"
 
 /* Exit status: see scratchstat(1). */
@@ -53,6 +55,7 @@ static struct {
 	bool limit_given;
 	uint64_t since, limit;
 	const char *run_dir_arg, *socket_arg;
+	const char *output; /* report -o */
 	char run_dir[PATH_MAX];
 	char socket[PATH_MAX];
 } opt = {.since = 1, .limit = 100000};
@@ -1164,7 +1167,8 @@ static void usage(FILE *f)
 	      "[--frames]\n"
 	      "       scratchstat [options] owners PID\n"
 	      "       scratchstat [options] sizes PID\n"
-	      "       scratchstat [options] history PID\n",
+	      "       scratchstat [options] history PID\n"
+	      "       scratchstat [options] report PID [-o FILE]\n",
 	      f);
 }
 
@@ -1184,22 +1188,17 @@ static bool parse_pid(const char *s, pid_t *ret)
 static int parse_opts(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	        {"json", no_argument, NULL, 'j'},
-	        {"no-start", no_argument, NULL, 'n'},
-	        {"run-dir", required_argument, NULL, 'd'},
-	        {"socket", required_argument, NULL, 's'},
-	        {"follow", no_argument, NULL, 'f'},
-	        {"since", required_argument, NULL, 'S'},
-	        {"limit", required_argument, NULL, 'l'},
-	        {"frames", no_argument, NULL, 'F'},
-	        {"help", no_argument, NULL, 'h'},
-	        {"version", no_argument, NULL, 'V'},
-	        {NULL, 0, NULL, 0},
+	        {"json", no_argument, NULL, 'j'},          {"no-start", no_argument, NULL, 'n'},
+	        {"run-dir", required_argument, NULL, 'd'}, {"socket", required_argument, NULL, 's'},
+	        {"follow", no_argument, NULL, 'f'},        {"since", required_argument, NULL, 'S'},
+	        {"limit", required_argument, NULL, 'l'},   {"frames", no_argument, NULL, 'F'},
+	        {"output", required_argument, NULL, 'o'},  {"help", no_argument, NULL, 'h'},
+	        {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0},
 	};
 	char *end;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "jnd:s:fS:l:FhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jnd:s:fS:l:Fo:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			opt.json = true;
@@ -1234,6 +1233,9 @@ static int parse_opts(int argc, char **argv)
 			break;
 		case 'F':
 			opt.frames = true;
+			break;
+		case 'o':
+			opt.output = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -1283,7 +1285,8 @@ struct request {
 		REQ_TRACE,
 		REQ_OWNERS,
 		REQ_HISTORY,
-		REQ_SIZES
+		REQ_SIZES,
+		REQ_REPORT
 	} kind;
 	pid_t pid;
 	double interval;
@@ -1299,10 +1302,12 @@ static int parse_request(int nargs, char **args, struct request *req)
 	if (nargs == 0)
 		return EX_OK;
 	if (strcmp(args[0], "trace") == 0 || strcmp(args[0], "owners") == 0 ||
-	    strcmp(args[0], "history") == 0 || strcmp(args[0], "sizes") == 0) {
+	    strcmp(args[0], "history") == 0 || strcmp(args[0], "sizes") == 0 ||
+	    strcmp(args[0], "report") == 0) {
 		req->kind = args[0][0] == 't'   ? REQ_TRACE
 		            : args[0][0] == 'o' ? REQ_OWNERS
 		            : args[0][0] == 's' ? REQ_SIZES
+		            : args[0][0] == 'r' ? REQ_REPORT
 		                                : REQ_HISTORY;
 		if (nargs < 2)
 			say("%s needs a PID", args[0]);
@@ -1315,7 +1320,8 @@ static int parse_request(int nargs, char **args, struct request *req)
 		return EX_USAGE;
 	}
 	if (!parse_pid(args[0], &req->pid)) {
-		say("'%s' is neither a PID nor a command (trace, owners, history, sizes)", args[0]);
+		say("'%s' is neither a PID nor a command (trace, owners, history, sizes, report)",
+		    args[0]);
 		usage(stderr);
 		return EX_USAGE;
 	}
@@ -1340,6 +1346,45 @@ static int parse_request(int nargs, char **args, struct request *req)
 			say("invalid count: '%s' (expected a whole number from 1)", args[2]);
 			return EX_USAGE;
 		}
+	}
+	return EX_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The report (report_cli.c) through this file's client                    */
+/* ---------------------------------------------------------------------- */
+
+_Static_assert((int)REPORT_EX_NOPROC == EX_NOPROC && (int)REPORT_EX_USAGE == EX_USAGE &&
+                       (int)REPORT_EX_NODAEMON == EX_NODAEMON && (int)REPORT_EX_FAIL == EX_FAIL,
+               "report_cli.h speaks scratchstat's exit codes");
+
+static void report_symbolize(pid_t pid, json_t *trace)
+{
+	struct trace_ctx tc = {.pid = pid};
+	json_t *r;
+	size_t i;
+
+	/* drained before the answer: one fetch of the maps covers them all */
+	json_array_foreach(json_object_get(trace, "records"), i, r) if (num(r, "seq") > tc.seen)
+	        tc.seen = num(r, "seq");
+	refresh_symbols(&tc);
+	json_array_foreach(json_object_get(trace, "records"), i, r) symbolize(&tc, r);
+	sym_free(tc.sym);
+	free(tc.maps);
+}
+
+static const struct report_io report_io = {get_json, report_symbolize, say};
+
+/* -o belongs to report, and --json to every other command. */
+static int report_args(const struct request *req)
+{
+	if (req->kind != REQ_REPORT && opt.output != NULL) {
+		say("-o is for report only");
+		return EX_USAGE;
+	}
+	if (req->kind == REQ_REPORT && (opt.json || opt.follow || opt.frames)) {
+		say("report writes HTML: --json, --follow and --frames do not apply");
+		return EX_USAGE;
 	}
 	return EX_OK;
 }
@@ -1373,6 +1418,8 @@ int main(int argc, char **argv)
 	rc = parse_opts(argc, argv);
 	if (rc == EX_OK)
 		rc = parse_request(argc - optind, argv + optind, &req);
+	if (rc == EX_OK)
+		rc = report_args(&req);
 	if (rc != EX_OK)
 		return rc;
 	if (opt.socket_arg != NULL && strlen(opt.socket_arg) >= sizeof(sa.sun_path)) {
@@ -1420,6 +1467,9 @@ int main(int argc, char **argv)
 		break;
 	case REQ_SIZES:
 		rc = view_pid("/sizes", req.pid, print_sizes);
+		break;
+	case REQ_REPORT:
+		rc = report_run(req.pid, opt.output, &report_io);
 		break;
 	}
 	curl_global_cleanup();
