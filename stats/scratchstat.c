@@ -1188,12 +1188,18 @@ static bool parse_pid(const char *s, pid_t *ret)
 static int parse_opts(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	        {"json", no_argument, NULL, 'j'},          {"no-start", no_argument, NULL, 'n'},
-	        {"run-dir", required_argument, NULL, 'd'}, {"socket", required_argument, NULL, 's'},
-	        {"follow", no_argument, NULL, 'f'},        {"since", required_argument, NULL, 'S'},
-	        {"limit", required_argument, NULL, 'l'},   {"frames", no_argument, NULL, 'F'},
-	        {"output", required_argument, NULL, 'o'},  {"help", no_argument, NULL, 'h'},
-	        {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0},
+	        {"json", no_argument, NULL, 'j'},
+	        {"no-start", no_argument, NULL, 'n'},
+	        {"run-dir", required_argument, NULL, 'd'},
+	        {"socket", required_argument, NULL, 's'},
+	        {"follow", no_argument, NULL, 'f'},
+	        {"since", required_argument, NULL, 'S'},
+	        {"limit", required_argument, NULL, 'l'},
+	        {"frames", no_argument, NULL, 'F'},
+	        {"output", required_argument, NULL, 'o'}, /* report */
+	        {"help", no_argument, NULL, 'h'},
+	        {"version", no_argument, NULL, 'V'},
+	        {NULL, 0, NULL, 0},
 	};
 	char *end;
 	int c;
