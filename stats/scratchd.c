@@ -688,7 +688,7 @@ static void grow_hist(struct sd_proc *p)
 	charge(p);
 }
 
-/* A sample for the history: read, then keep the totals. */
+/* A sample for the history: read, then keep the totals and the threads. */
 static void sample(struct sd_proc *p)
 {
 	struct sd_sample *s;
@@ -704,6 +704,7 @@ static void sample(struct sd_proc *p)
 	s = &p->hist[p->hist_pos];
 	s->t_ns = p->sampled_ns;
 	s->tot = p->tot;
+	sd_sample_threads(s, p->threads, p->nthreads);
 	p->hist_pos = (p->hist_pos + 1) % p->hist_cap;
 	if (p->hist_len < p->hist_cap)
 		p->hist_len++;

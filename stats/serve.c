@@ -12,7 +12,7 @@
  *                                    idle and leased bytes per class
  *   GET /v1/processes/PID/trace      growths: ?since=SEQ&limit=N, &follow=1
  *                                    streams NDJSON until the process ends
- *   GET /v1/processes/PID/history    sampled totals, oldest first
+ *   GET /v1/processes/PID/history    sampled totals and threads, oldest first
  *   GET /v1/processes/PID/maps       file-backed mappings (text/plain)
  *   GET /metrics                     Prometheus text format 0.0.4
  *
@@ -394,6 +394,7 @@ static json_t *history_json(const struct sd_proc *p)
 		json_object_set_new(e, "time_ns", u64(s->t_ns));
 		json_object_set_new(e, "threads", u64(s->tot.threads_live));
 		set_totals(e, &s->tot);
+		sd_sample_threads_json(s, e);
 		json_array_append_new(a, e);
 	}
 	json_object_set_new(o, "pid", json_integer(p->seg.pid));
