@@ -126,7 +126,7 @@ static int collect_threads(struct page *pg)
 	json_array_foreach(json_object_get(pg->in->proc, "thread_table"), i, t) rc |=
 	        add_thread(pg, snum(t, "tid"), str(t, "name"), str(t, "state"));
 	json_array_foreach(json_object_get(pg->in->history, "samples"), i, s)
-	        json_array_foreach(json_object_get(s, "threads"), j, t) rc |=
+	        json_array_foreach(json_object_get(s, "thread_points"), j, t) rc |=
 	        add_thread(pg, snum(t, "tid"), "", "exited");
 	json_array_foreach(json_object_get(pg->in->trace, "records"), i, r) rc |=
 	        add_thread(pg, snum(r, "tid"), "", "exited");
@@ -171,6 +171,11 @@ static const char css[] =
         ".note{color:#555;font-style:italic}"
         ".bar{display:inline-block;height:10px;background:#4e79a7;vertical-align:middle}"
         ".bar.miss{background:#e15759}"
+        "table.matrix td.cell{min-width:80px;text-align:center}"
+        "ol#findings>li{margin-bottom:1em;border-left:3px solid #e15759;padding-left:.6em}"
+        "li.finding p.text{font-weight:bold;margin:.2em 0}"
+        "ol.frames{margin:.2em 0;font-size:.9em}summary.site{cursor:pointer;"
+        "font-family:monospace}"
         "footer{margin-top:3em;color:#777;font-size:.85em}";
 
 static void page_open(struct page *pg)
@@ -333,8 +338,13 @@ static void section_threads(struct page *pg)
 /* Over time: the history                                                  */
 /* ---------------------------------------------------------------------- */
 
+/* The tid that stands for the process totals, and the one for the threads
+ * a sample summed (scratchd names the SD_SAMPLE_THREADS retaining most). */
+#define TID_TOTALS 0
+#define TID_OTHERS (-1)
+
 /* x (seconds) and y (bytes, -1 where the thread has no value) of one
- * history column for one tid (0: the process totals). */
+ * history column for one tid, or TID_TOTALS, or TID_OTHERS. */
 static void history_series(struct page *pg, long long tid, const char *key, double *x, double *y)
 {
 	const json_t *s, *t;
@@ -342,14 +352,20 @@ static void history_series(struct page *pg, long long tid, const char *key, doub
 
 	json_array_foreach(json_object_get(pg->in->history, "samples"), i, s)
 	{
+		const json_t *o = json_object_get(s, "other_threads");
+
 		x[i] = secs(pg, num(s, "time_ns"));
 		y[i] = -1;
-		if (tid == 0) {
+		if (tid == TID_TOTALS) {
 			y[i] = (double)num(s, key);
 			continue;
 		}
-		json_array_foreach(json_object_get(s, "threads"), j, t) if (snum(t, "tid") == tid)
-		        y[i] = (double)num(t, key);
+		if (tid == TID_OTHERS) {
+			y[i] = num(o, "threads") > 0 ? (double)num(o, key) : -1;
+			continue;
+		}
+		json_array_foreach(json_object_get(s, "thread_points"), j,
+		                   t) if (snum(t, "tid") == tid) y[i] = (double)num(t, key);
 	}
 }
 
@@ -369,7 +385,16 @@ static bool has_thread_history(const struct page *pg)
 	size_t i;
 
 	json_array_foreach(json_object_get(pg->in->history, "samples"), i,
-	                   s) if (json_is_array(json_object_get(s, "threads"))) return true;
+	                   s) if (json_is_array(json_object_get(s, "thread_points"))) return true;
+	return false;
+}
+
+/* Whether a series has a value in some sample. */
+static bool has_values(const double *y, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (y[i] >= 0)
+			return true;
 	return false;
 }
 
@@ -377,33 +402,41 @@ static bool has_thread_history(const struct page *pg)
 static int thread_chart(struct page *pg, const char *key, const char *title)
 {
 	size_t n = json_array_size(json_object_get(pg->in->history, "samples"));
-	size_t nt = pg->nthreads;
+	size_t nt = pg->nthreads, shown = 0;
 	double *x = calloc(n + 1, sizeof(double)), *y = calloc((n + 1) * (nt + 1), sizeof(double));
 	const char **labels = calloc(nt + 1, sizeof(char *)),
 	           **colors = calloc(nt + 1, sizeof(char *));
 	char(*names)[64] = calloc(nt + 1, sizeof(*names));
 	bool ok = x != NULL && y != NULL && labels != NULL && colors != NULL && names != NULL;
-	double ymax = 0, xmax = 0;
+	double ymax = 0;
 	struct frame fr;
 
 	if (!ok)
 		goto out_free;
-	for (size_t t = 0; t < nt; t++) {
-		history_series(pg, pg->threads[t].tid, key, x, y + t * n);
-		if (series_max(y + t * n, n) > ymax)
-			ymax = series_max(y + t * n, n);
-		thread_label(&pg->threads[t], names[t], sizeof(names[t]));
-		labels[t] = names[t];
-		colors[t] = pg->threads[t].color;
+	/* column `shown` of y: the next thread that has a value in some sample */
+	for (size_t t = 0; t <= nt; t++) {
+		double *col = y + shown * n;
+
+		history_series(pg, t < nt ? pg->threads[t].tid : TID_OTHERS, key, x, col);
+		if (!has_values(col, n))
+			continue;
+		if (t < nt)
+			thread_label(&pg->threads[t], names[shown], sizeof(names[shown]));
+		else
+			snprintf(names[shown], sizeof(names[shown]), "the other threads, summed");
+		labels[shown] = names[shown];
+		colors[shown] = t < nt ? pg->threads[t].color : "#777777";
+		if (series_max(col, n) > ymax)
+			ymax = series_max(col, n);
+		shown++;
 	}
-	xmax = n > 0 ? x[n - 1] : 0;
 	fprintf(pg->f, "<h3>%s</h3>\n", title);
-	svg_open(pg->f, &fr, CHART_W, 240, title, xmax, ymax, 0);
+	svg_open(pg->f, &fr, CHART_W, 240, title, n > 0 ? x[n - 1] : 0, ymax, 0);
 	svg_axes(pg->f, &fr);
-	for (size_t t = 0; t < nt; t++)
+	for (size_t t = 0; t < shown; t++)
 		svg_steps(pg->f, &fr, x, y + t * n, n, colors[t], labels[t], false);
 	svg_close(pg->f);
-	html_legend(pg->f, labels, colors, nt);
+	html_legend(pg->f, labels, colors, shown);
 out_free:
 	free(x);
 	free(y);
@@ -424,8 +457,8 @@ static int totals_chart(struct page *pg)
 	int rc = -ENOMEM;
 
 	if (x != NULL && r != NULL && l != NULL) {
-		history_series(pg, 0, "retained", x, r);
-		history_series(pg, 0, "leased", x, l);
+		history_series(pg, TID_TOTALS, "retained", x, r);
+		history_series(pg, TID_TOTALS, "leased", x, l);
 		fputs("<h3>The process: retained and leased</h3>\n", pg->f);
 		svg_open(pg->f, &fr, CHART_W, 220, "retained and leased bytes of the process",
 		         n > 0 ? x[n - 1] : 0, series_max(r, n), 0);
