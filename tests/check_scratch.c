@@ -10,7 +10,7 @@
 
 static Suite *(*const suites[])(void) = {
         conf_suite,    pool_suite,     workers_suite,   arena_suite,  workspace_suite,
-        segread_suite, topology_suite, placement_suite, faults_suite,
+        segread_suite, topology_suite, placement_suite, faults_suite, report_suite,
 };
 
 int main(void)
