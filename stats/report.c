@@ -26,7 +26,6 @@
 struct thread_ref {
 	long long tid;
 	const char *name; /* "" when unknown */
-	const char *state;
 	const char *color;
 };
 
@@ -101,7 +100,7 @@ static struct thread_ref *find_thread(const struct page *pg, long long tid)
 	return NULL;
 }
 
-static int add_thread(struct page *pg, long long tid, const char *name, const char *state)
+static int add_thread(struct page *pg, long long tid, const char *name)
 {
 	struct thread_ref *t;
 
@@ -111,12 +110,20 @@ static int add_thread(struct page *pg, long long tid, const char *name, const ch
 	if (t == NULL)
 		return -ENOMEM;
 	pg->threads = t;
-	t[pg->nthreads] = (struct thread_ref){tid, name, state, palette(pg->nthreads)};
+	t[pg->nthreads] = (struct thread_ref){tid, name, NULL};
 	pg->nthreads++;
 	return 0;
 }
 
-/* Every tid the page will name, the thread table's first (in its order). */
+static int tid_cmp(const void *a, const void *b)
+{
+	const struct thread_ref *x = a, *y = b;
+
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* Every tid the page will name, in tid order (the main thread, usually
+ * the lowest, first), each with its colour. */
 static int collect_threads(struct page *pg)
 {
 	const json_t *t, *s, *r;
@@ -124,12 +131,16 @@ static int collect_threads(struct page *pg)
 	int rc = 0;
 
 	json_array_foreach(json_object_get(pg->in->proc, "thread_table"), i, t) rc |=
-	        add_thread(pg, snum(t, "tid"), str(t, "name"), str(t, "state"));
+	        add_thread(pg, snum(t, "tid"), str(t, "name"));
 	json_array_foreach(json_object_get(pg->in->history, "samples"), i, s)
 	        json_array_foreach(json_object_get(s, "thread_points"), j, t) rc |=
-	        add_thread(pg, snum(t, "tid"), "", "exited");
+	        add_thread(pg, snum(t, "tid"), "");
 	json_array_foreach(json_object_get(pg->in->trace, "records"), i, r) rc |=
-	        add_thread(pg, snum(r, "tid"), "", "exited");
+	        add_thread(pg, snum(r, "tid"), "");
+	if (pg->nthreads > 0)
+		qsort(pg->threads, pg->nthreads, sizeof(*pg->threads), tid_cmp);
+	for (i = 0; i < pg->nthreads; i++)
+		pg->threads[i].color = palette(i);
 	return rc;
 }
 
@@ -330,7 +341,9 @@ static void section_threads(struct page *pg)
 	      "<th>ALLOCS</th><th>HIT%</th><th>RETAINED</th><th>LEASED</th><th>PEAK</th>"
 	      "<th>GROWTHS</th><th>RFREE-IN</th><th>RFREE-OUT</th></tr>\n",
 	      pg->f);
-	json_array_foreach(tt, i, t) thread_row(pg, t);
+	for (size_t k = 0; k < pg->nthreads; k++)
+		json_array_foreach(tt, i, t) if (snum(t, "tid") == pg->threads[k].tid)
+		        thread_row(pg, t);
 	fputs("</table>\n</section>\n", pg->f);
 }
 
