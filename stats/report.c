@@ -34,7 +34,8 @@ struct page {
 	const struct report_input *in;
 	struct thread_ref *threads;
 	size_t nthreads;
-	uint64_t t0; /* the origin of every time axis, CLOCK_REALTIME ns */
+	uint64_t t0;  /* the origin of every time axis, CLOCK_REALTIME ns */
+	double x_end; /* and their end, in seconds from t0: the latest data */
 };
 
 static uint64_t num(const json_t *o, const char *key)
@@ -444,7 +445,7 @@ static int thread_chart(struct page *pg, const char *key, const char *title)
 		shown++;
 	}
 	fprintf(pg->f, "<h3>%s</h3>\n", title);
-	svg_open(pg->f, &fr, CHART_W, 240, title, n > 0 ? x[n - 1] : 0, ymax, 0);
+	svg_open(pg->f, &fr, CHART_W, 240, title, pg->x_end, ymax, 0);
 	svg_axes(pg->f, &fr);
 	for (size_t t = 0; t < shown; t++)
 		svg_steps(pg->f, &fr, x, y + t * n, n, colors[t], labels[t], false);
@@ -474,7 +475,7 @@ static int totals_chart(struct page *pg)
 		history_series(pg, TID_TOTALS, "leased", x, l);
 		fputs("<h3>The process: retained and leased</h3>\n", pg->f);
 		svg_open(pg->f, &fr, CHART_W, 220, "retained and leased bytes of the process",
-		         n > 0 ? x[n - 1] : 0, series_max(r, n), 0);
+		         pg->x_end, series_max(r, n), 0);
 		svg_axes(pg->f, &fr);
 		svg_steps(pg->f, &fr, x, r, n, colors[0], "retained", true);
 		svg_steps(pg->f, &fr, x, l, n, colors[1], "leased", false);
@@ -559,7 +560,7 @@ static int growth_lanes(struct page *pg, const json_t *recs)
 {
 	bool *grew = calloc(pg->nthreads + 1, sizeof(bool));
 	unsigned lanes = 0;
-	double xmax = 0, bmax = 1;
+	double bmax = 1;
 	struct frame fr;
 	const json_t *r;
 	size_t i;
@@ -573,16 +574,14 @@ static int growth_lanes(struct page *pg, const json_t *recs)
 
 		if (t != NULL)
 			grew[t - pg->threads] = true;
-		if (secs(pg, num(r, "time_ns")) > xmax)
-			xmax = secs(pg, num(r, "time_ns"));
 		if ((double)num(r, "bytes") > bmax)
 			bmax = (double)num(r, "bytes");
 	}
 	for (i = 0; i < pg->nthreads; i++)
 		lanes += grew[i];
 	fputs("<h3>Growth timeline per thread</h3>\n", pg->f);
-	svg_open(pg->f, &fr, CHART_W, 40 + 28 * (int)lanes, "growths per thread over time", xmax, 0,
-	         lanes);
+	svg_open(pg->f, &fr, CHART_W, 40 + 28 * (int)lanes, "growths per thread over time",
+	         pg->x_end, 0, lanes);
 	svg_axes(pg->f, &fr);
 	for (i = 0; i < pg->nthreads; i++)
 		if (grew[i]) {
@@ -642,7 +641,7 @@ static int growth_cumulative(struct page *pg, const json_t *recs)
 		if (y[k * (n + 1) + n] > ymax)
 			ymax = y[k * (n + 1) + n];
 	fputs("<h3>Bytes grown per thread, cumulative</h3>\n", pg->f);
-	svg_open(pg->f, &fr, CHART_W, 220, "bytes grown per thread over time", x[n], ymax, 0);
+	svg_open(pg->f, &fr, CHART_W, 220, "bytes grown per thread over time", pg->x_end, ymax, 0);
 	svg_axes(pg->f, &fr);
 	for (size_t k = 0; k < nt; k++)
 		if (y[k * (n + 1) + n] > 0) {
@@ -923,10 +922,30 @@ static uint64_t time_origin(const struct report_input *in)
 	return t != 0 ? t : num(s, "time_ns");
 }
 
+/* The latest time any chart shows: last sample, last growth, or the
+ * process's last reading. */
+static double time_end(const struct page *pg)
+{
+	const json_t *s =
+	        json_array_get(json_object_get(pg->in->history, "samples"),
+	                       json_array_size(json_object_get(pg->in->history, "samples")) - 1);
+	const json_t *recs = json_object_get(pg->in->trace, "records");
+	const json_t *r = json_array_get(recs, json_array_size(recs) - 1);
+	double end = secs(pg, num(pg->in->proc, "sampled_ns"));
+
+	if (secs(pg, num(s, "time_ns")) > end)
+		end = secs(pg, num(s, "time_ns"));
+	if (secs(pg, num(r, "time_ns")) > end)
+		end = secs(pg, num(r, "time_ns"));
+	return end;
+}
+
 int report_write(FILE *f, const struct report_input *in)
 {
 	struct page pg = {.f = f, .in = in, .t0 = time_origin(in)};
 	int rc = collect_threads(&pg);
+
+	pg.x_end = time_end(&pg);
 
 	page_open(&pg);
 	section_header(&pg);
