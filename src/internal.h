@@ -317,14 +317,26 @@ SCRATCH_HIDDEN void scratch__segment_atfork_child(void);
 /* Before fork, under the pool's lock: snapshot the state the child starts from. */
 SCRATCH_HIDDEN void scratch__segment_prefork(void);
 
+/* The pool's slow paths, into the block table (segment.c); no-ops without
+ * a table. The block is the caller's alone while it writes. */
+SCRATCH_HIDDEN void scratch__segment_region(uintptr_t base, uint64_t size);
+SCRATCH_HIDDEN void scratch__segment_block_lease(uint32_t id, uintptr_t start, uint64_t cap,
+                                                 uint32_t cls, pid_t owner, pid_t lessee);
+SCRATCH_HIDDEN void scratch__segment_block_freed(uint32_t id, pid_t freer);
+SCRATCH_HIDDEN void scratch__segment_block_state(uint32_t id, uint32_t state);
+/* Block id was carved by tid; growth is the trace record's sequence number. */
+SCRATCH_HIDDEN void scratch__segment_block_carved(uint32_t id, pid_t tid, uint64_t growth);
+
 /* ---------------------------------------------------------------------- */
 /* Growth traces (trace.c)                                                */
 /* ---------------------------------------------------------------------- */
 
 /* Record a growth of bytes in size class cls by the calling thread (tid),
  * for owner (0: the plain pool). Captures call-site frames. No lock, no
- * malloc; a recursive call (from inside the unwinder) records nothing. */
-SCRATCH_HIDDEN void scratch__trace_growth(pid_t tid, uint64_t bytes, uint32_t cls, uint32_t owner);
+ * malloc; a recursive call (from inside the unwinder) records nothing.
+ * Returns the record's sequence number, 0 when none was written. */
+SCRATCH_HIDDEN uint64_t scratch__trace_growth(pid_t tid, uint64_t bytes, uint32_t cls,
+                                              uint32_t owner);
 /* Around fork (the pools' atfork handlers): no stack walk may be in flight. */
 SCRATCH_HIDDEN void scratch__trace_prefork(void);
 SCRATCH_HIDDEN void scratch__trace_postfork(bool child);

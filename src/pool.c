@@ -508,6 +508,7 @@ static bool setup(void)
 			g.pcls = scratch__segment_proc_classes();
 	}
 	g.proc->region_bytes = size;
+	scratch__segment_region(g.base, size);
 	/* The gates of the fast paths go last, with release order: threads
 	 * that have not synchronised with this setup test them at any time,
 	 * and must find the tables behind them. */
@@ -668,6 +669,7 @@ static void depot_put(uint32_t id)
 	d->owner = 0;
 	if (g.proc->depot_bytes + cap <= g.conf.depot_bytes) {
 		d->state = BLK_DEPOT;
+		scratch__segment_block_state(id, SCRATCH_SEG_BLK_DEPOT);
 		d->stamp = scratch__os_monotonic_ms(); /* the decay clock of the depot */
 		d->next = g.depot_head[bin];
 		g.depot_head[bin] = id;
@@ -690,6 +692,7 @@ static void block_empty(uint32_t id)
 
 	d->owner = 0;
 	d->state = BLK_EMPTY;
+	scratch__segment_block_state(id, SCRATCH_SEG_BLK_EMPTY);
 	pthread_mutex_unlock(&g.lock);
 	scratch__os_decommit((void *)blk_addr(d), cap);
 	pthread_mutex_lock(&g.lock);
@@ -774,6 +777,7 @@ static uint64_t depot_trim(void)
 
 			scratch__os_decommit((void *)blk_addr(d), g.cls_size[bin]);
 			d->state = BLK_EMPTY;
+			scratch__segment_block_state(id, SCRATCH_SEG_BLK_EMPTY);
 			d->fresh = 1;
 			d->next = g.empty_head[bin];
 			g.empty_head[bin] = id;
@@ -1162,6 +1166,7 @@ static void list_push(uint32_t *list, uint32_t id)
 	struct blk *d = &g.blk[id];
 
 	d->state = BLK_EMPTY;
+	scratch__segment_block_state(id, SCRATCH_SEG_BLK_EMPTY);
 	d->owner = 0;
 	d->next = *list;
 	*list = id;
@@ -1538,8 +1543,11 @@ static uint32_t orphan_acquire(uint64_t size, unsigned bin, bool *fresh)
 	}
 	pthread_mutex_unlock(&g.lock);
 	if (id != 0 && !hit) {
+		pid_t tid = scratch__os_gettid();
+
 		*fresh = true;
-		scratch__trace_growth(scratch__os_gettid(), cap, bin, scratch__current_owner);
+		scratch__segment_block_carved(
+		        id, tid, scratch__trace_growth(tid, cap, bin, scratch__current_owner));
 	}
 	return id;
 }
@@ -1683,7 +1691,9 @@ static uint32_t depot_or_carve(struct tcache *tc, uint64_t size, unsigned bin, b
 	count_class_lease(scratch__cls(tc->c), scratch__cls(tc->c)->misses, bin, want, false);
 	SCRATCH__ADD(&tc->c->growth_bytes, g.cls_size[want]);
 	scratch__seq_end(&tc->c->seq);
-	scratch__trace_growth(tc->tid, g.cls_size[want], want, scratch__current_owner);
+	scratch__segment_block_carved(
+	        id, tc->tid,
+	        scratch__trace_growth(tc->tid, g.cls_size[want], want, scratch__current_owner));
 	return id;
 }
 
@@ -1745,6 +1755,9 @@ SCRATCH_COLD static void *acquire_slow(uint64_t size, bool *ret_fresh)
 	}
 	d = &g.blk[id];
 	d->state = BLK_LEASED;
+	scratch__segment_block_lease(id, blk_addr(d), g.cls_size[d->cls], d->cls,
+	                             is_tc(tc) ? tc->tid : 0,
+	                             is_tc(tc) ? tc->tid : scratch__os_gettid());
 	if (ret_fresh != NULL)
 		*ret_fresh = fresh && d->fresh;
 	d->fresh = 0;
@@ -2010,6 +2023,8 @@ SCRATCH_COLD static void release_slow(struct tcache *tc, uint32_t id)
 		errno = saved;
 		return;
 	}
+	/* before the push: then the owner may lease it again at once */
+	scratch__segment_block_freed(id, is_tc(tc) ? tc->tid : scratch__os_gettid());
 	remote_enter(tc);
 	remote_free(&g.tcs[d->owner - 1], id, cap);
 	remote_leave(tc);

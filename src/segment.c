@@ -342,6 +342,14 @@ static size_t layout(struct scratch_seg_header *h, const struct scratch__conf *c
 		h->flags |= SCRATCH_SEG_F_TRACE;
 	}
 	off += (uint64_t)h->ring_slots * h->record_stride;
+	if (ring) {
+		/* the block table, last: see segment.h "Block table" */
+		off = (off + 63) & ~UINT64_C(63);
+		h->blocks_off = off;
+		h->block_slots = SCRATCH_SEG_BLOCK_SLOTS;
+		h->block_stride = sizeof(struct scratch_seg_block);
+		off += (uint64_t)h->block_slots * h->block_stride;
+	}
 	off = (off + 4095) & ~UINT64_C(4095);
 	h->file_size = off;
 	return (size_t)off;
@@ -790,4 +798,114 @@ __attribute__((destructor)) static void segment_fini(void)
 	__atomic_store_n(&h->exited, 1, __ATOMIC_RELEASE);
 	if (!seg.keep && seg.path[0] != '\0')
 		unlink(seg.path);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Block table (segment.h "Block table"): the pool's slow paths only        */
+/* ---------------------------------------------------------------------- */
+
+void scratch__segment_region(uintptr_t base, uint64_t size)
+{
+	if (seg.hdr == NULL || seg.hdr->blocks_off == 0)
+		return;
+	seg.hdr->region_size = size;
+	__atomic_store_n(&seg.hdr->region_base, (uint64_t)base, __ATOMIC_RELEASE);
+}
+
+/* Entry of block id, or NULL (no table, or id beyond it). */
+static struct scratch_seg_block *block_entry(uint32_t id)
+{
+	if (seg.hdr == NULL || seg.hdr->blocks_off == 0 || id == 0 || id > seg.hdr->block_slots)
+		return NULL;
+	return (struct scratch_seg_block *)seg_at(seg.hdr->blocks_off +
+	                                          (uint64_t)(id - 1) * seg.hdr->block_stride);
+}
+
+/* The seq bracket of an entry: one writer at a time (the block's holder),
+ * so plain increments; the fences order the fields against it. */
+static void block_begin(struct scratch_seg_block *b)
+{
+	__atomic_store_n(&b->seq, b->seq + 1, __ATOMIC_RELAXED);
+	SCRATCH__FENCE_RELEASE();
+}
+
+static void block_end(struct scratch_seg_block *b)
+{
+	__atomic_store_n(&b->seq, b->seq + 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * A thread leased block id on a slow path: owner is the tid whose cache
+ * owns it now (0 for an orphan lease), lessee the tid that leased it. A new
+ * owner after another counts as a handover.
+ */
+void scratch__segment_block_lease(uint32_t id, uintptr_t start, uint64_t cap, uint32_t cls,
+                                  pid_t owner, pid_t lessee)
+{
+	struct scratch_seg_block *b = block_entry(id);
+
+	if (b == NULL)
+		return;
+	block_begin(b);
+	if (b->owner != 0 && owner != 0 && b->owner != (int32_t)owner)
+		b->handovers++;
+	b->start = start;
+	b->capacity = cap;
+	b->cls = cls;
+	b->state = SCRATCH_SEG_BLK_OWNED;
+	if (owner != 0)
+		b->owner = (int32_t)owner;
+	b->lessee = lessee != owner ? (int32_t)lessee : 0;
+	block_end(b);
+}
+
+/* Thread freer freed block id, which it does not own. */
+void scratch__segment_block_freed(uint32_t id, pid_t freer)
+{
+	struct scratch_seg_block *b = block_entry(id);
+	uint32_t n;
+
+	if (b == NULL)
+		return;
+	block_begin(b);
+	b->state = SCRATCH_SEG_BLK_REMOTE;
+	n = b->nfreers < SCRATCH_SEG_BLOCK_FREERS ? b->nfreers : SCRATCH_SEG_BLOCK_FREERS;
+	for (uint32_t i = 0; i < n; i++)
+		if (b->freers[i] == (int32_t)freer)
+			goto out;
+	if (b->nfreers < SCRATCH_SEG_BLOCK_FREERS)
+		b->freers[b->nfreers] = (int32_t)freer;
+	b->nfreers++;
+out:
+	block_end(b);
+}
+
+/* Block id went to the depot or (EMPTY) gave its pages back: an empty
+ * block starts a new life, with no remote freer. */
+void scratch__segment_block_state(uint32_t id, uint32_t state)
+{
+	struct scratch_seg_block *b = block_entry(id);
+
+	if (b == NULL)
+		return;
+	block_begin(b);
+	b->state = state;
+	b->lessee = 0;
+	if (state == SCRATCH_SEG_BLK_EMPTY) {
+		b->nfreers = 0;
+		memset(b->freers, 0, sizeof(b->freers));
+	}
+	block_end(b);
+}
+
+void scratch__segment_block_carved(uint32_t id, pid_t tid, uint64_t growth)
+{
+	struct scratch_seg_block *b = block_entry(id);
+
+	if (b == NULL)
+		return;
+	block_begin(b);
+	b->growth = growth;
+	b->carver = (int32_t)tid;
+	block_end(b);
 }

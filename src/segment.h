@@ -198,7 +198,13 @@ struct scratch_seg_header {
 	uint32_t threads_high;   /* slots [threads_high, thread_slots) were never used */
 	uint64_t classes_off;    /* struct scratch__proc_classes */
 	uint64_t classes_size;
-	uint64_t pad3[4];
+
+	/* the pools' region and block table (see "Block table"); 0 without */
+	uint64_t region_base; /* written once the region is reserved */
+	uint64_t region_size;
+	uint64_t blocks_off; /* block_slots x struct scratch_seg_block (block_stride) */
+	uint32_t block_slots;
+	uint32_t block_stride;
 };
 
 struct scratch_seg_thread {
@@ -271,6 +277,78 @@ static inline uint64_t scratch_seg_record_check(const struct scratch_seg_record 
 	}
 	return h;
 }
+
+/*
+ * Block table (for the locality audit). The header's blocks_off, when not
+ * 0, holds block_slots entries of block_stride bytes, after every other
+ * section; entry id - 1 describes pool block id (ids count up from 1 as
+ * blocks are carved; blocks beyond block_slots are not described). The
+ * region is [region_base, region_base + region_size); both are 0 until the
+ * pools reserved it (stored once, release order, after the file was
+ * published), so a reader reads them with the table, not at open.
+ *
+ * The pool writes an entry on its slow paths only, never on the hit path
+ * or the release fast path: when a thread leases a block from the slow
+ * path (carved, from the depot, from a larger class, after a drain), when
+ * a thread frees a block it does not own (before it pushes it to the
+ * owner), when a block goes to the depot and when its pages go back to the
+ * OS. Each of these happens while the writing thread alone holds the block
+ * (a lease, a free, or g.lock), so an entry has one writer at a time;
+ * seq brackets the write (odd while inside) and a reader retries as for a
+ * thread slot. A state change made by a fast path (CACHED <-> LEASED in
+ * the owner's cache) is not written: OWNED covers both.
+ *
+ * Threads are named by tid, not by thread slot: a slot is reused once its
+ * thread has gone, a tid is what /proc, the fault samples and the growth
+ * trace name. A reader maps tids to slots through the thread table when it
+ * wants one.
+ *
+ *   state     SCRATCH_SEG_BLK_* below, as of the last slow-path event
+ *   owner     tid whose cache owns the block, or owned it last (DEPOT,
+ *             EMPTY); 0 when no cache ever did (orphan leases only)
+ *   lessee    tid of the last lessee when it is not the owner, else 0
+ *   freers    the first SCRATCH_SEG_BLOCK_FREERS distinct tids that freed
+ *             the block remotely since its pages were last returned;
+ *             nfreers counts them all (distinct as far as the list can tell)
+ *   handovers times the owner changed (depot reuse, cross-thread reuse)
+ *   growth    the trace ring's sequence number of the growth record the
+ *             block's last carve wrote (0: no trace, or the ring was off),
+ *             which names the call site; carver the tid that carved it
+ *
+ * An older writer has zeros where these fields are (they were padding):
+ * no table. A forked child's table starts empty (its new file from the
+ * prefork snapshot) or as a copy of its parent's.
+ */
+#define SCRATCH_SEG_BLOCK_SLOTS  16384 /* entries a writer lays out (2 MiB, sparse) */
+#define SCRATCH_SEG_MAX_BLOCKS   (1u << 20)
+#define SCRATCH_SEG_BLOCK_FREERS 4
+
+enum scratch_seg_block_state {
+	SCRATCH_SEG_BLK_NONE = 0,   /* never carved */
+	SCRATCH_SEG_BLK_OWNED = 1,  /* leased, or idle in its owner's cache */
+	SCRATCH_SEG_BLK_REMOTE = 2, /* freed by another thread (maybe back in the cache since) */
+	SCRATCH_SEG_BLK_DEPOT = 3,  /* idle in the depot, no owner */
+	SCRATCH_SEG_BLK_EMPTY = 4,  /* pages returned to the OS, address kept */
+};
+#define SCRATCH_SEG_BLK_MAX SCRATCH_SEG_BLK_EMPTY
+
+struct scratch_seg_block {
+	uint64_t seq; /* odd while written */
+	uint64_t start;
+	uint64_t capacity;
+	uint32_t cls;
+	uint32_t state; /* enum scratch_seg_block_state */
+	int32_t owner;
+	int32_t lessee;
+	uint32_t handovers;
+	uint32_t nfreers;
+	int32_t freers[SCRATCH_SEG_BLOCK_FREERS];
+	uint64_t growth; /* ring sequence number of the growth record of its carve */
+	int32_t carver;  /* tid that carved it last */
+	uint32_t pad0;
+	uint64_t pad[6];
+};
+_Static_assert(sizeof(struct scratch_seg_block) == 128, "block entry size");
 
 /* The mapped segment of this process (segment.c), or NULL: trace.c reads
  * the ring's layout from it (values it wrote itself). */

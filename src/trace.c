@@ -106,7 +106,7 @@ void scratch__trace_postfork(bool child)
 	__atomic_store_n(&fork_closed, 0, __ATOMIC_SEQ_CST);
 }
 
-void scratch__trace_growth(pid_t tid, uint64_t bytes, uint32_t cls, uint32_t owner)
+uint64_t scratch__trace_growth(pid_t tid, uint64_t bytes, uint32_t cls, uint32_t owner)
 {
 	struct scratch_seg_header *h = scratch__segment_header();
 	struct scratch_seg_record *r;
@@ -116,7 +116,7 @@ void scratch__trace_growth(pid_t tid, uint64_t bytes, uint32_t cls, uint32_t own
 	int cpu, node;
 
 	if (h == NULL || h->ring_slots == 0 || in_trace)
-		return;
+		return 0;
 	in_trace = 1;
 	nframes = capture(frames, h->record_frames);
 	scratch__os_getcpu(&cpu, &node);
@@ -155,4 +155,5 @@ void scratch__trace_growth(pid_t tid, uint64_t bytes, uint32_t cls, uint32_t own
 	r->check = mine.check;
 	__atomic_store_n(&r->seq_end, s, __ATOMIC_RELEASE);
 	in_trace = 0;
+	return s;
 }

@@ -46,7 +46,7 @@
 
 #define AUDIT_MAX_FRAMES  16 /* SCRATCH_SEG_MAX_FRAMES */
 #define AUDIT_MAX_TIDS    16 /* threads named by one finding; more are counted */
-#define AUDIT_TEXT_LEN    256
+#define AUDIT_TEXT_LEN    512
 #define AUDIT_REASON_LEN  256
 #define AUDIT_UNKNOWN_TID 0 /* a first toucher or user that is not known */
 
@@ -93,8 +93,8 @@ struct audit_tier {
 /* One symbolized frame of a call site; fields empty/0 when unknown. */
 struct audit_frame {
 	uint64_t addr; /* return address */
-	char function[128];
-	char file[128]; /* source base name */
+	char function[256];
+	char file[256]; /* source base name */
 	int line;
 	char module[256];
 };

@@ -14,6 +14,7 @@
  */
 #include "config.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,28 @@ static void check_classes(const struct segread *s)
 	}
 }
 
+/* The block table of an accepted segment: entries in id order, inside
+ * the region, of a state the format names. */
+static void check_blocks(const struct segread *s)
+{
+	static struct segread_block b[4096];
+	uint64_t base, size;
+	uint32_t n = 0, skipped = 0;
+
+	if (segread_region(s, &base, &size) != 0)
+		return;
+	if (segread_blocks(s, b, 4096, &n, &skipped) != 0)
+		return;
+	for (uint32_t i = 0; i < n; i++) {
+		if (b[i].id < 1 || b[i].id > s->block_slots || (i > 0 && b[i].id <= b[i - 1].id))
+			abort();
+		if (b[i].start < base || b[i].capacity == 0 ||
+		    b[i].start + b[i].capacity > base + size ||
+		    b[i].state < SCRATCH_SEG_BLK_OWNED || b[i].state > SCRATCH_SEG_BLK_MAX)
+			abort();
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct segread_src src = {.fd = -1, .mem = data, .mem_size = size};
@@ -85,6 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memset(&pc, 0, sizeof(pc));
 	segread_totals(t, nt, &pc, &tot);
 	check_classes(&s);
+	check_blocks(&s);
 	segread_drain(&s, &next, &lost, 1u << 16, false, count_record, &n);
 	next = 1;
 	segread_drain(&s, &next, &lost, 1u << 16, true, count_record, &n);
@@ -103,6 +127,28 @@ static uint64_t next_rand(void)
 	return rng;
 }
 
+/* A boundary or small value into the header's region and block-table
+ * words, or into a word of an entry the table's offset points at. */
+static void mutate_blocks(uint8_t *buf, size_t len)
+{
+	static const uint64_t edge[] = {0, 1, 2, 4, 5, 8, 4096, 0x7fffffff, UINT64_MAX, 1u << 20};
+	const size_t at0 = offsetof(struct scratch_seg_header, region_base);
+	uint64_t v = edge[next_rand() % (sizeof(edge) / sizeof(edge[0]))], off;
+	size_t at;
+
+	if (len < sizeof(struct scratch_seg_header))
+		return;
+	memcpy(&off, buf + offsetof(struct scratch_seg_header, blocks_off), sizeof(off));
+	if (next_rand() % 2 == 0 || off == 0 || off >= len) {
+		at = at0 + (next_rand() % 4) * 8;
+	} else {
+		at = (size_t)off + (next_rand() % 64) * 8;
+		if (at + 8 > len)
+			return;
+	}
+	memcpy(buf + at, &v, next_rand() % 2 ? 8 : 4);
+}
+
 static void mutate(uint8_t *buf, size_t *len)
 {
 	static const uint64_t edge[] = {
@@ -111,7 +157,7 @@ static void mutate(uint8_t *buf, size_t *len)
 	unsigned ops = 1 + (unsigned)(next_rand() % 4);
 
 	for (unsigned k = 0; k<ops && * len> 0; k++) {
-		switch (next_rand() % 4) {
+		switch (next_rand() % 6) {
 		case 0: /* flip a byte anywhere */
 			buf[next_rand() % *len] ^= (uint8_t)(1 + next_rand() % 255);
 			break;
@@ -125,6 +171,9 @@ static void mutate(uint8_t *buf, size_t *len)
 			break;
 		case 2: /* truncate */
 			*len = next_rand() % (*len + 1);
+			break;
+		case 4: /* the block table's layout words or one of its entries */
+			mutate_blocks(buf, *len);
 			break;
 		default: /* a 32-bit field of the header area to a small value */
 			if (*len >= 256) {

@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "audit_cli.h"
 #include "common.h"
 #include "report_cli.h"
 #include "symbols.h"
@@ -1168,7 +1169,9 @@ static void usage(FILE *f)
 	      "       scratchstat [options] owners PID\n"
 	      "       scratchstat [options] sizes PID\n"
 	      "       scratchstat [options] history PID\n"
-	      "       scratchstat [options] report PID [-o FILE]\n",
+	      "       scratchstat [options] report PID [-o FILE] [--for SECONDS]\n"
+	      "       scratchstat audit [--json] [--preload PATH] -- COMMAND [ARGS...]\n"
+	      "       scratchstat audit [--json] [--for SECONDS] PID\n",
 	      f);
 }
 
@@ -1421,6 +1424,9 @@ int main(int argc, char **argv)
 	bool bad;
 	int rc;
 
+	rc = audit_dispatch(argc, argv); /* the audit reads the segment, not scratchd */
+	if (rc >= 0)
+		return rc;
 	rc = parse_opts(argc, argv);
 	if (rc == EX_OK)
 		rc = parse_request(argc - optind, argv + optind, &req);

@@ -107,6 +107,23 @@ static int check_classes(const struct scratch_seg_header *h, uint64_t file_size,
 	return 0;
 }
 
+/* The block table, when there is one: last, after the ring's place. */
+static int check_blocks(const struct scratch_seg_header *h, uint64_t file_size, uint64_t end,
+                        char *err, size_t errlen)
+{
+	uint64_t ring_end = h->ring_off + (uint64_t)h->ring_slots * h->record_stride;
+
+	if (h->blocks_off == 0 && h->block_slots == 0)
+		return 0;
+	if (h->block_slots > SCRATCH_SEG_MAX_BLOCKS ||
+	    h->block_stride < sizeof(struct scratch_seg_block) || h->block_stride > 65536 ||
+	    !section_ok(h->blocks_off, h->block_slots, h->block_stride,
+	                end > ring_end ? end : ring_end, file_size, &end))
+		return bad(err, errlen, "block table outside the file (%u entries of %u bytes)",
+		           h->block_slots, h->block_stride);
+	return 0;
+}
+
 /* The sections must follow each other in this order, without overlap. */
 static int check_layout(const struct scratch_seg_header *h, uint64_t file_size, char *err,
                         size_t errlen)
@@ -133,14 +150,13 @@ static int check_layout(const struct scratch_seg_header *h, uint64_t file_size, 
 		return bad(err, errlen, "trace ring size %u is not a power of two", h->ring_slots);
 	/* No ring (trace:false): the writer leaves its record layout at zero,
 	 * and nothing is ever read there. */
-	if (h->ring_slots == 0)
-		return 0;
-	if (h->record_frames > SCRATCH_SEG_MAX_FRAMES ||
-	    h->record_stride < scratch_seg_record_stride(h->record_frames) ||
-	    h->record_stride > 65536 ||
-	    !section_ok(h->ring_off, h->ring_slots, h->record_stride, end, file_size, &end))
+	if (h->ring_slots != 0 &&
+	    (h->record_frames > SCRATCH_SEG_MAX_FRAMES ||
+	     h->record_stride < scratch_seg_record_stride(h->record_frames) ||
+	     h->record_stride > 65536 ||
+	     !section_ok(h->ring_off, h->ring_slots, h->record_stride, end, file_size, &end)))
 		return bad(err, errlen, "trace ring outside the file");
-	return 0;
+	return check_blocks(h, file_size, end, err, errlen);
 }
 
 int segread_open(const struct segread_src *src, uint64_t file_size, struct segread *ret, char *err,
@@ -216,6 +232,9 @@ int segread_open(const struct segread_src *src, uint64_t file_size, struct segre
 	ret->slot_class_off = h.slot_class_off;
 	ret->classes_off = h.classes_off;
 	ret->classes_size = h.classes_size;
+	ret->blocks_off = h.blocks_off;
+	ret->block_slots = h.block_slots;
+	ret->block_stride = h.block_stride;
 	copy_str(ret->exe, h.exe, sizeof(ret->exe));
 	copy_str(ret->cmdline, h.cmdline, sizeof(ret->cmdline));
 	copy_str(ret->conf, h.conf, sizeof(ret->conf));
@@ -620,4 +639,117 @@ int segread_classes(const struct segread *s, struct segread_class *ret, uint32_t
 	free(used);
 	free(buf);
 	return rc != 0 ? rc : (int)n;
+}
+
+int segread_region(const struct segread *s, uint64_t *ret_base, uint64_t *ret_size)
+{
+	struct scratch_seg_header h;
+	uint64_t end;
+	int rc;
+
+	if (s->block_slots == 0)
+		return -ENODATA;
+	rc = src_read(&s->src, 0, &h, sizeof(h));
+	if (rc != 0)
+		return rc;
+	if (h.region_base == 0 || h.region_size == 0)
+		return -ENODATA;
+	if (__builtin_add_overflow(h.region_base, h.region_size, &end) || h.region_base % 4096 != 0)
+		return -EBADMSG;
+	*ret_base = h.region_base;
+	*ret_size = h.region_size;
+	return 0;
+}
+
+/* An entry as the writer could have written it, inside [lo, hi). */
+static bool block_ok(const struct scratch_seg_block *b, uint64_t lo, uint64_t hi)
+{
+	uint64_t end;
+
+	if (b->state < SCRATCH_SEG_BLK_OWNED || b->state > SCRATCH_SEG_BLK_MAX)
+		return false;
+	if (b->capacity == 0 || b->start % 4096 != 0 || b->cls < 8 ||
+	    b->cls >= SCRATCH_SEG_MAX_CLASSES)
+		return false;
+	if (__builtin_add_overflow(b->start, b->capacity, &end))
+		return false;
+	return b->start >= lo && end <= hi && b->owner >= 0 && b->lessee >= 0 && b->carver >= 0;
+}
+
+static void block_out(const struct scratch_seg_block *b, uint32_t id, struct segread_block *r)
+{
+	r->id = id;
+	r->state = b->state;
+	r->start = b->start;
+	r->capacity = b->capacity;
+	r->cls = b->cls;
+	r->owner = b->owner;
+	r->lessee = b->lessee;
+	r->handovers = b->handovers;
+	r->nfreers = b->nfreers;
+	memcpy(r->freers, b->freers, sizeof(r->freers));
+	r->growth = b->growth;
+	r->carver = b->carver;
+	for (unsigned i = b->nfreers; i < SCRATCH_SEG_BLOCK_FREERS; i++)
+		r->freers[i] = 0;
+}
+
+#define BLOCK_CHUNK 1024u
+
+/* One entry of a chunk that looked written: reread it alone until its seq
+ * is even and unchanged. 0, -EAGAIN or -EIO. */
+static int block_settle(const struct segread *s, uint32_t i, struct scratch_seg_block *b)
+{
+	return read_seq(s, s->blocks_off + (uint64_t)i * s->block_stride, b, sizeof(*b),
+	                offsetof(struct scratch_seg_block, seq));
+}
+
+int segread_blocks(const struct segread *s, struct segread_block *ret, uint32_t max,
+                   uint32_t *ret_n, uint32_t *ret_skipped)
+{
+	uint64_t base, size;
+	uint32_t n = 0, skipped = 0;
+	uint8_t *chunk;
+	int rc = segread_region(s, &base, &size);
+
+	if (rc != 0)
+		return rc;
+	chunk = malloc((size_t)BLOCK_CHUNK * s->block_stride);
+	if (chunk == NULL)
+		return -ENOMEM;
+	for (uint32_t from = 0; from < s->block_slots && n < max; from += BLOCK_CHUNK) {
+		uint32_t cnt =
+		        s->block_slots - from < BLOCK_CHUNK ? s->block_slots - from : BLOCK_CHUNK;
+		bool any = false;
+
+		rc = src_read(&s->src, s->blocks_off + (uint64_t)from * s->block_stride, chunk,
+		              (size_t)cnt * s->block_stride);
+		if (rc != 0)
+			goto out;
+		for (uint32_t j = 0; j < cnt && n < max; j++) {
+			struct scratch_seg_block b;
+
+			memcpy(&b, chunk + (size_t)j * s->block_stride, sizeof(b));
+			if (b.seq == 0)
+				continue;
+			any = true;
+			rc = block_settle(s, from + j, &b);
+			if (rc == -EIO)
+				goto out;
+			if (rc != 0 || !block_ok(&b, base, base + size)) {
+				skipped++;
+				continue;
+			}
+			block_out(&b, from + j + 1, &ret[n++]);
+		}
+		if (!any)
+			break;
+	}
+	rc = 0;
+out:
+	free(chunk);
+	*ret_n = n;
+	if (ret_skipped != NULL)
+		*ret_skipped = skipped;
+	return rc;
 }

@@ -51,6 +51,9 @@ struct segread {
 	 * the writer has none (an older one) */
 	uint32_t class_first, class_count, slot_class_off;
 	uint64_t classes_off, classes_size;
+	/* the block table (segment.h "Block table"); block_slots 0: none */
+	uint64_t blocks_off;
+	uint32_t block_slots, block_stride;
 	char exe[SCRATCH_SEG_EXE_LEN];
 	char cmdline[SCRATCH_SEG_CMDLINE_LEN];
 	char conf[SCRATCH_SEG_CONF_LEN];
@@ -158,6 +161,37 @@ static inline uint64_t segread_class_capacity(uint32_t cls)
  * -ENOMEM, -EIO.
  */
 int segread_classes(const struct segread *s, struct segread_class *ret, uint32_t max);
+
+/* One entry of the block table, validated (segment.h "Block table"). */
+struct segread_block {
+	uint32_t id;    /* the pool's block id (entry index + 1) */
+	uint32_t state; /* SCRATCH_SEG_BLK_OWNED .. SCRATCH_SEG_BLK_EMPTY */
+	uint64_t start, capacity;
+	uint32_t cls;
+	int32_t owner, lessee; /* tids, 0: none */
+	uint32_t handovers, nfreers;
+	int32_t freers[SCRATCH_SEG_BLOCK_FREERS]; /* min(nfreers, FREERS) valid */
+	uint64_t growth; /* the carve's growth record (sequence number), 0: none */
+	int32_t carver;  /* tid that carved it, 0: unknown */
+};
+
+/*
+ * The pools' region: -ENODATA when the segment has no block table or the
+ * region is not reserved yet, -EBADMSG for bounds that wrap.
+ */
+int segread_region(const struct segread *s, uint64_t *ret_base, uint64_t *ret_size);
+
+/*
+ * The described blocks of the table, in id order, at most max of them
+ * into ret (*ret_n of them). Reads in chunks and stops at the first chunk
+ * with no entry ever written (blocks are carved in id order). An entry a
+ * writer stays inside (seq odd or moving after s->retries tries) or whose
+ * fields are not a block inside region (a hostile writer) is left out
+ * and counted in *ret_skipped (may be NULL). Returns 0, -ENODATA (no
+ * table), -ENOMEM, -EIO.
+ */
+int segread_blocks(const struct segread *s, struct segread_block *ret, uint32_t max,
+                   uint32_t *ret_n, uint32_t *ret_skipped);
 
 /* Process totals as segment.h defines them, from a slot snapshot. */
 struct segread_totals {
