@@ -95,6 +95,7 @@ struct audit {
 	int seg_fd;
 	struct segread seg;
 	bool have_seg;
+	uint64_t seg_nonce; /* the open segment's name: newer ones replace it */
 	uint64_t next_rec, lost_rec;
 	uint64_t region_lo, region_hi;
 	struct touchmap pages, huge; /* 4 KiB pages, and 2 MiB frames */
@@ -248,11 +249,11 @@ static int threads_refresh(struct audit *a)
 /* Samples                                                                 */
 /* ---------------------------------------------------------------------- */
 
+static void fault_node(struct audit *a, pid_t tid, int cpu);
+
 static void on_sample(const struct faults_sample *s, void *arg)
 {
 	struct audit *a = arg;
-	struct audit_thread *t;
-	int node;
 
 	/* Before the region is known (launch mode, until the shim set up)
 	 * every sample is kept; touch_prune() drops the rest once it is. */
@@ -261,8 +262,19 @@ static void on_sample(const struct faults_sample *s, void *arg)
 	a->samples_kept++;
 	touch_put(&a->pages, s->addr & ~(uint64_t)(PAGE - 1), s);
 	touch_put(&a->huge, s->addr & ~(uint64_t)(HUGE_PAGE - 1), s);
-	node = a->have_topo ? topology_cpu_node(&a->topo, (int)s->cpu) : -1;
-	t = thread_find(a, s->tid, true);
+	if (a->region_hi == 0)
+		return; /* touch_prune() counts these, once it knows which are ours */
+	fault_node(a, s->tid, (int)s->cpu);
+}
+
+/* Note that thread tid faulted a page of the region on cpu. */
+static void fault_node(struct audit *a, pid_t tid, int cpu)
+{
+	struct audit_thread *t;
+	int node;
+
+	node = a->have_topo ? topology_cpu_node(&a->topo, cpu) : -1;
+	t = thread_find(a, tid, true);
 	if (t != NULL && node >= 0 && node < TOPOLOGY_MAX_NODES)
 		t->fault_nodes |= (topology_nodeset_t)1 << node;
 }
@@ -274,6 +286,9 @@ static void touch_prune(struct audit *a)
 	touch_forget(&a->pages, a->region_hi, UINT64_MAX);
 	touch_forget(&a->huge, 0, a->region_lo & ~(uint64_t)(HUGE_PAGE - 1));
 	touch_forget(&a->huge, a->region_hi, UINT64_MAX);
+	for (size_t i = 0; i < a->pages.cap; i++)
+		if (a->pages.e[i].page != 0)
+			fault_node(a, a->pages.e[i].tid, a->pages.e[i].cpu);
 }
 
 static void drain(struct audit *a)
@@ -289,7 +304,28 @@ static void drain(struct audit *a)
 /* The segment: block table and growth records                             */
 /* ---------------------------------------------------------------------- */
 
-/* The newest segment file of pid in the run directory, opened into a. */
+/* Forget the segment read so far: the process exec'd (a shell that runs
+ * the command with exec, say) and has a new one, with new blocks. */
+static void seg_reset(struct audit *a)
+{
+	if (!a->have_seg)
+		return;
+	close(a->seg_fd);
+	a->seg_fd = -1;
+	a->have_seg = false;
+	for (size_t i = 0; i < a->nblocks; i++)
+		if (a->blocks[i].have_pl)
+			placement_free(&a->blocks[i].pl);
+	free(a->blocks);
+	a->blocks = NULL;
+	a->nblocks = 0;
+	a->ngrowths = 0;
+	a->next_rec = 1;
+	a->region_lo = a->region_hi = 0;
+}
+
+/* The newest segment file of pid in the run directory, opened into a
+ * unless it is the one already open. */
 static int seg_find(struct audit *a)
 {
 	char prefix[32], best[NAME_MAX + 1] = "", path[PATH_MAX + NAME_MAX + 2];
@@ -319,6 +355,9 @@ static int seg_find(struct audit *a)
 	closedir(dir);
 	if (best[0] == '\0')
 		return -ENOENT;
+	if (a->have_seg && best_nonce <= a->seg_nonce)
+		return 0;
+	seg_reset(a);
 	snprintf(path, sizeof(path), "%s/%s", a->run_dir, best);
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
@@ -333,6 +372,7 @@ static int seg_find(struct audit *a)
 		return rc != 0 ? rc : -EINVAL;
 	}
 	a->seg_fd = fd;
+	a->seg_nonce = best_nonce;
 	a->have_seg = true;
 	snprintf(a->exe, sizeof(a->exe), "%s", a->seg.exe);
 	snprintf(a->cmdline, sizeof(a->cmdline), "%s", a->seg.cmdline);
@@ -477,8 +517,7 @@ static int refresh(struct audit *a, bool place)
 	int rc;
 
 	drain(a);
-	if (!a->have_seg)
-		seg_find(a);
+	seg_find(a);
 	blocks_refresh(a);
 	rc = threads_refresh(a);
 	if (rc == -ESRCH)
@@ -839,6 +878,7 @@ struct block_tally {
 	uint64_t cross_remote; /* of those, off the holder's node */
 	uint64_t reuse[2 + SCRATCH_SEG_BLOCK_FREERS]; /* per user: off its node, not its touch */
 	uint64_t differs;                             /* not on the toucher's node */
+	uint64_t unsampled_remote;                    /* toucher unknown, off the holder's node */
 	int differs_from, differs_to;
 };
 
@@ -958,8 +998,11 @@ static void page_join(struct join *j, struct block_tally *t, int node, const str
 				t->reuse[i] += PAGE;
 		}
 	}
-	if (tt == NULL)
+	if (tt == NULL) {
+		if (t->holder_node >= 0 && node != t->holder_node)
+			t->unsampled_remote += PAGE;
 		return;
+	}
 	{
 		struct audit_thread *w = thread_find(a, tt->tid, true);
 
@@ -1203,11 +1246,33 @@ static void block_findings(struct join *j, const struct audit_block *blk,
 		f->other_node = node_of(j->a, u);
 		add_tid(f->tids, &f->ntids, &f->more_tids, AUDIT_MAX_TIDS, u);
 	}
+	/* No sample: placement and lease alone say the holder's pages sit
+	 * elsewhere (who touched them is not known). */
+	if (!single && t->unsampled_remote > 0 &&
+	    (f = finding_get(j, AUDIT_CROSS_TOUCH, blk->site, t->allocator, main_node(blk)))) {
+		finding_add(f, t->unsampled_remote, blk->start, AUDIT_EV_PLACEMENT, false);
+		f->other_node = t->holder_node;
+	}
 	if (t->differs > 0 &&
 	    (f = finding_get(j, AUDIT_PLACEMENT_DIFFERS, blk->site, t->allocator, t->differs_to))) {
 		finding_add(f, t->differs, blk->start, AUDIT_EV_PLACEMENT, false);
 		f->other_node = t->differs_from;
 	}
+}
+
+/* Bytes t first touched that sit on another node than t's now. */
+static uint64_t bytes_off_node(const struct audit_result *r, const struct audit_thread *t)
+{
+	uint64_t bytes = 0;
+
+	for (size_t b = 0; b < r->nblocks; b++)
+		for (size_t k = 0; k < r->blocks[b].nruns; k++) {
+			const struct audit_run *u = &r->blocks[b].runs[k];
+
+			if (u->toucher == t->tid && u->node >= 0 && u->node != t->node)
+				bytes += u->bytes;
+		}
+	return bytes;
 }
 
 /* Threads whose faults came from another node than the one they run on:
@@ -1220,22 +1285,16 @@ static void moved_findings(struct join *j)
 		struct audit_thread *t = &a->threads[i].t;
 		topology_nodeset_t here = t->node >= 0 ? (topology_nodeset_t)1 << t->node : 0;
 		struct audit_finding *f;
-		uint64_t bytes = 0;
+		uint64_t bytes;
 
 		if (t->node < 0 || t->fault_nodes == 0 || (t->fault_nodes & ~here) == 0)
 			continue;
-		for (size_t b = 0; b < j->r->nblocks; b++) {
-			const struct audit_block *blk = &j->r->blocks[b];
-
-			for (size_t k = 0; k < blk->nruns; k++)
-				if (blk->runs[k].toucher == t->tid && blk->runs[k].node >= 0 &&
-				    blk->runs[k].node != t->node)
-					bytes += blk->runs[k].bytes;
-		}
-		f = finding_get(j, AUDIT_THREAD_MOVED, -1, t->tid, t->node);
-		if (f == NULL)
+		bytes = bytes_off_node(j->r, t);
+		if (bytes == 0)
 			continue;
-		finding_add(f, bytes, 0, AUDIT_EV_SAMPLED, j->r->single_node);
+		f = finding_get(j, AUDIT_THREAD_MOVED, -1, t->tid, t->node);
+		if (f != NULL)
+			finding_add(f, bytes, 0, AUDIT_EV_SAMPLED, j->r->single_node);
 	}
 }
 
@@ -1267,9 +1326,18 @@ static void finding_text(struct join *j, struct audit_finding *f)
 	tids_text(j->a, f, tids, sizeof(tids));
 	switch (f->kind) {
 	case AUDIT_CROSS_TOUCH:
-		snprintf(f->text, sizeof(f->text),
-		         "Buffer allocated by %d (%.64s) at %.160s, pages first touched by %.160s",
-		         (int)f->owner, name_of(j->a, f->owner), where, tids);
+		if (f->evidence == AUDIT_EV_PLACEMENT)
+			snprintf(f->text, sizeof(f->text),
+			         "Buffer allocated by %d (%.64s) at %.160s, used on node %d, has "
+			         "pages on "
+			         "node %d (first toucher not sampled)",
+			         (int)f->owner, name_of(j->a, f->owner), where, f->other_node,
+			         f->node);
+		else
+			snprintf(f->text, sizeof(f->text),
+			         "Buffer allocated by %d (%.64s) at %.160s, pages first touched by "
+			         "%.160s",
+			         (int)f->owner, name_of(j->a, f->owner), where, tids);
 		snprintf(f->fix, sizeof(f->fix),
 		         "allocate in the worker that first writes it; if every thread reads it, "
 		         "bind or interleave only the shared weights");
@@ -1421,6 +1489,14 @@ static int join_blocks(struct join *j)
 	return 0;
 }
 
+/* A thread that ended before a look at /proc saw it: its node is the
+ * one all its sampled faults came from, when there is one. */
+static void node_from_faults(struct audit_thread *t)
+{
+	if (t->node < 0 && t->fault_nodes != 0 && (t->fault_nodes & (t->fault_nodes - 1)) == 0)
+		t->node = __builtin_ctzll(t->fault_nodes);
+}
+
 static int threads_out(struct audit *a, struct audit_result *r)
 {
 	r->threads = calloc(a->nthreads + 1, sizeof(*r->threads));
@@ -1448,6 +1524,8 @@ int audit_result(audit_t *a, struct audit_result *ret, char *err, size_t errlen)
 
 		t->used_bytes = t->remote_bytes = t->first_touched = t->touched_for_others = 0;
 	}
+	for (size_t i = 0; i < a->nthreads; i++)
+		node_from_faults(&a->threads[i].t);
 	j.sym = a->maps != NULL ? sym_new(a->maps) : NULL;
 	rc = matrices_new(&r);
 	if (rc == 0)

@@ -8,8 +8,9 @@ tests_host_locality_tool_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/stats
 tests_host_locality_tool_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_host_locality_tool_LDADD = libscratch_locality.la libscratch_segread.la $(JANSSON_LIBS)
 
-TESTS += tests/locality_host.test tests/guest_locality.test
-EXTRA_DIST += tests/locality_host.test tests/guest_locality.test tests/locality_lib.sh
+TESTS += tests/locality_host.test tests/guest_locality.test tests/audit_host.test
+EXTRA_DIST += tests/locality_host.test tests/guest_locality.test tests/locality_lib.sh \
+	tests/audit_guest.sh tests/audit_host.test
 
 # The modules' unit suites, in the one Check runner.
 tests_check_scratch_SOURCES += tests/check_locality.c
