@@ -953,6 +953,7 @@ int report_write(FILE *f, const struct report_input *in)
 	section_threads(&pg);
 	rc |= section_history(&pg);
 	rc |= section_growth(&pg);
+	report_audit_section(f, in->audit, in->audit_none, in->audit_json);
 	section_sizes(&pg);
 	page_close(&pg);
 	free(pg.threads);

@@ -15,12 +15,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "audit.h"
+#include "audit_cli.h"
 #include "common.h"
 #include "report.h"
 #include "report_cli.h"
 
 struct report_data {
 	json_t *proc, *history, *trace, *sizes;
+	struct audit_result audit;
+	bool audited;
+	char audit_none[512]; /* why there is no audit */
+	char *audit_json;
 };
 
 static void data_free(struct report_data *d)
@@ -29,6 +35,9 @@ static void data_free(struct report_data *d)
 	json_decref(d->history);
 	json_decref(d->trace);
 	json_decref(d->sizes);
+	if (d->audited)
+		audit_result_free(&d->audit);
+	free(d->audit_json);
 }
 
 /* GET /v1/processes/PID<what> into *ret. A process that went away between
@@ -45,12 +54,98 @@ static int get_part(pid_t pid, const char *what, json_t **ret, const struct repo
 	return rc;
 }
 
+static volatile sig_atomic_t stop_audit;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_audit = 1;
+}
+
+/*
+ * An attach-mode audit of pid for o->seconds, as audit_collect() makes
+ * one, except that SIGINT or SIGTERM ends its window early (as perf
+ * record's): the report is then made from what was gathered.
+ */
+static int audit_window(pid_t pid, const struct report_opts *o, struct audit_result *ret, char *err,
+                        size_t errlen)
+{
+	struct audit_opts ao = {.run_dir = o->run_dir, .seconds = o->seconds};
+	struct sigaction sa = {.sa_handler = on_stop}, old_int, old_term;
+	uint64_t end;
+	audit_t *a;
+	int rc;
+
+	/* before the attach: a signal from then on ends the window */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	rc = audit_attach(pid, &ao, &a, err, errlen);
+	if (rc == 0) {
+		end = stats_mono_ns() +
+		      (uint64_t)(o->seconds ? o->seconds : REPORT_AUDIT_SECONDS) * 1000000000u;
+		while (!stop_audit && stats_mono_ns() < end && audit_poll(a, 100) == 0)
+			;
+		rc = audit_result(a, ret, err, errlen);
+		audit_close(a);
+	}
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	return rc;
+}
+
+/*
+ * The audit, into d (audited), or why not into d->audit_none. An audit
+ * that cannot be made does not fail the report: it is said, on stderr and
+ * in the page.
+ */
+static void audit(pid_t pid, const struct report_opts *o, struct report_data *d,
+                  const struct report_io *io)
+{
+	char err[512];
+	json_t *j;
+	int rc;
+
+	if (!o->audit) {
+		snprintf(d->audit_none, sizeof(d->audit_none), "not asked for (--no-audit)");
+		return;
+	}
+	rc = audit_window(pid, o, &d->audit, err, sizeof(err));
+	if (rc != 0) {
+		snprintf(d->audit_none, sizeof(d->audit_none), "%s",
+		         rc == -ESRCH ? "the process is not running (an audit attaches to a live "
+		                        "process)"
+		                      : err);
+		io->say("no audit in the report: %s", d->audit_none);
+		return;
+	}
+	d->audited = true;
+	j = audit_json(&d->audit);
+	/* the page is the audit's rendering; the data block is a bonus */
+	d->audit_json = j != NULL ? json_dumps(j, JSON_COMPACT | JSON_ESCAPE_SLASH) : NULL;
+	json_decref(j);
+}
+
 /* Everything the page shows, the process first (it also starts scratchd
- * when needed, and tells an unknown pid before anything else runs). */
-static int fetch(pid_t pid, struct report_data *d, const struct report_io *io)
+ * when needed, and tells an unknown pid before anything else runs). The
+ * audit runs between the two, so scratchd's history covers its window. */
+static int fetch(pid_t pid, const struct report_opts *o, struct report_data *d,
+                 const struct report_io *io)
 {
 	int rc = get_part(pid, "", &d->proc, io);
+	const char *state;
 
+	if (rc != REPORT_EX_OK)
+		return rc;
+	state = json_string_value(json_object_get(d->proc, "state"));
+	if (o->audit && (state == NULL || strcmp(state, "live") != 0))
+		snprintf(d->audit_none, sizeof(d->audit_none),
+		         "the process had exited (an audit attaches to a live process)");
+	else
+		audit(pid, o, d, io);
+	json_decref(d->proc);
+	d->proc = NULL;
+	rc = get_part(pid, "", &d->proc, io);
 	if (rc == REPORT_EX_OK)
 		rc = get_part(pid, "/history", &d->history, io);
 	if (rc == REPORT_EX_OK)
@@ -161,12 +256,13 @@ static int write_stdout(const struct report_input *in, const struct report_io *i
 	return REPORT_EX_OK;
 }
 
-int report_run(pid_t pid, const char *out, const struct report_io *io)
+int report_run(pid_t pid, const struct report_opts *o, const struct report_io *io)
 {
 	struct report_data d = {0};
 	struct report_input in;
+	const char *out = o->out;
 	char name[64];
-	int rc = fetch(pid, &d, io);
+	int rc = fetch(pid, o, &d, io);
 
 	if (rc != REPORT_EX_OK)
 		goto out;
@@ -175,6 +271,9 @@ int report_run(pid_t pid, const char *out, const struct report_io *io)
 	        .history = d.history,
 	        .trace = d.trace,
 	        .sizes = d.sizes,
+	        .audit = d.audited ? &d.audit : NULL,
+	        .audit_none = d.audit_none,
+	        .audit_json = d.audit_json,
 	        .made_ns = stats_realtime_ns(),
 	};
 	if (out == NULL) {

@@ -13,6 +13,7 @@
 #define SCRATCH_STATS_REPORT_CLI_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 /* scratchstat(1)'s exit status, which report_run() returns. */
@@ -39,11 +40,26 @@ struct report_io {
 /* The default output file when no -o is given (printf format of the pid). */
 #define REPORT_DEFAULT_NAME "scratch-report-%d.html"
 
+/* How long the audit samples without --for (audit.h's default). */
+#define REPORT_AUDIT_SECONDS 5
+
+struct report_opts {
+	const char *out;     /* "-": standard output; NULL: REPORT_DEFAULT_NAME */
+	bool audit;          /* attach a locality audit (audit.h) first */
+	unsigned seconds;    /* for this long, 0: REPORT_AUDIT_SECONDS; SIGINT or
+	                      * SIGTERM ends it early */
+	const char *run_dir; /* the segments' directory, for the audit */
+};
+
 /*
- * Write the report of pid to out ("-": standard output; NULL: the default
- * name in the current directory, which is then said on stderr). Returns
- * an exit status; on failure no file is left at out, nor a temporary one.
+ * Write the report of pid as o says (the default name, when used, is said
+ * on stderr). With o->audit, first an attach-mode audit of o->seconds,
+ * then scratchd's data, so the history covers the audit's window; an
+ * audit that cannot be made (the process exited, another user's, a
+ * refusal) is said on stderr and in the page, and the rest of the report
+ * is still written. Returns an exit status; on failure no file is left at
+ * o->out, nor a temporary one.
  */
-int report_run(pid_t pid, const char *out, const struct report_io *io);
+int report_run(pid_t pid, const struct report_opts *o, const struct report_io *io);
 
 #endif /* SCRATCH_STATS_REPORT_CLI_H */

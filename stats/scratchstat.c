@@ -57,6 +57,8 @@ static struct {
 	uint64_t since, limit;
 	const char *run_dir_arg, *socket_arg;
 	const char *output; /* report -o */
+	unsigned audit_for; /* report --for, 0: the audit's default */
+	bool no_audit;      /* report --no-audit */
 	char run_dir[PATH_MAX];
 	char socket[PATH_MAX];
 } opt = {.since = 1, .limit = 100000};
@@ -1169,7 +1171,7 @@ static void usage(FILE *f)
 	      "       scratchstat [options] owners PID\n"
 	      "       scratchstat [options] sizes PID\n"
 	      "       scratchstat [options] history PID\n"
-	      "       scratchstat [options] report PID [-o FILE] [--for SECONDS]\n"
+	      "       scratchstat [options] report PID [-o FILE] [--for SECONDS | --no-audit]\n"
 	      "       scratchstat audit [--json] [--preload PATH] -- COMMAND [ARGS...]\n"
 	      "       scratchstat audit [--json] [--for SECONDS] PID\n",
 	      f);
@@ -1188,6 +1190,22 @@ static bool parse_pid(const char *s, pid_t *ret)
 	return true;
 }
 
+/* report --for: whole seconds, 1 to a day. */
+static int report_seconds(const char *s, unsigned *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || *s == '-' || v < 1 || v > 86400) {
+		say("invalid number for --for: '%s' (expected whole seconds, 1 to 86400)", s);
+		return EX_USAGE;
+	}
+	*ret = (unsigned)v;
+	return EX_OK;
+}
+
 static int parse_opts(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -1200,6 +1218,8 @@ static int parse_opts(int argc, char **argv)
 	        {"limit", required_argument, NULL, 'l'},
 	        {"frames", no_argument, NULL, 'F'},
 	        {"output", required_argument, NULL, 'o'}, /* report */
+	        {"for", required_argument, NULL, 'W'},    /* report */
+	        {"no-audit", no_argument, NULL, 'A'},     /* report */
 	        {"help", no_argument, NULL, 'h'},
 	        {"version", no_argument, NULL, 'V'},
 	        {NULL, 0, NULL, 0},
@@ -1245,6 +1265,13 @@ static int parse_opts(int argc, char **argv)
 			break;
 		case 'o':
 			opt.output = optarg;
+			break;
+		case 'W':
+			if (report_seconds(optarg, &opt.audit_for) != EX_OK)
+				return EX_USAGE;
+			break;
+		case 'A':
+			opt.no_audit = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -1384,11 +1411,16 @@ static void report_symbolize(pid_t pid, json_t *trace)
 
 static const struct report_io report_io = {get_json, report_symbolize, say};
 
-/* -o belongs to report, and --json to every other command. */
+/* -o, --for and --no-audit belong to report, and --json to every other
+ * command. */
 static int report_args(const struct request *req)
 {
-	if (req->kind != REQ_REPORT && opt.output != NULL) {
-		say("-o is for report only");
+	if (req->kind != REQ_REPORT && (opt.output != NULL || opt.audit_for != 0 || opt.no_audit)) {
+		say("-o, --for and --no-audit are for report only");
+		return EX_USAGE;
+	}
+	if (opt.audit_for != 0 && opt.no_audit) {
+		say("--for and --no-audit contradict each other");
 		return EX_USAGE;
 	}
 	if (req->kind == REQ_REPORT && (opt.json || opt.follow || opt.frames)) {
@@ -1481,7 +1513,13 @@ int main(int argc, char **argv)
 		rc = view_pid("/sizes", req.pid, print_sizes);
 		break;
 	case REQ_REPORT:
-		rc = report_run(req.pid, opt.output, &report_io);
+		rc = report_run(
+		        req.pid,
+		        &(struct report_opts){.out = opt.output,
+		                              .audit = !opt.no_audit,
+		                              .seconds = opt.audit_for,
+		                              .run_dir = opt.run_dir[0] ? opt.run_dir : NULL},
+		        &report_io);
 		break;
 	}
 	curl_global_cleanup();

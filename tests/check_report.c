@@ -1,8 +1,9 @@
 /*
  * check_report.c - the HTML report's unit suite (stats/report*.c): the
  * escaping of untrusted text byte by byte (markup, invalid UTF-8, controls,
- * bidirectional overrides), and whole pages rendered from scratchd-shaped
- * JSON with hostile names, in memory.
+ * bidirectional overrides), whole pages rendered from scratchd-shaped JSON
+ * with hostile names, and the locality section from a hand-made audit
+ * result (hostile names and texts, the data block), in memory.
  *
  * Select with CK_RUN_SUITE=report.
  */
@@ -241,10 +242,120 @@ START_TEST(page_write_error)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* The locality section                                                    */
+/* ---------------------------------------------------------------------- */
+
+#define HOSTILE "</td><script>x</script>\xff\xe2\x80\xae"
+
+/* One node, two threads (one named HOSTILE), one cross-touch finding whose
+ * text and site carry markup, the matrices with a remote cell. */
+static void audit_fill(struct audit_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->mode = AUDIT_ATTACH;
+	r->pid = 4242;
+	r->nodes = 2;
+	r->started_ns = 1000000000;
+	r->ended_ns = 3000000000;
+	r->tiers[AUDIT_TIER_PLACEMENT].on = true;
+	r->tiers[AUDIT_TIER_USE].on = true;
+	r->tiers[AUDIT_TIER_SITES].on = true;
+	snprintf(r->tiers[AUDIT_TIER_FIRST_TOUCH].reason, AUDIT_REASON_LEN,
+	         "perf_event_paranoid is 3 <refused>");
+	r->touch.nodes = r->placed.nodes = 2;
+	r->touch.bytes = calloc(9, sizeof(uint64_t));
+	r->placed.bytes = calloc(9, sizeof(uint64_t));
+	*audit_cell(&r->touch, 0, 1) = 8u << 20;
+	*audit_cell(&r->placed, 1, 1) = 4u << 20;
+	r->nthreads = 2;
+	r->threads = calloc(2, sizeof(*r->threads));
+	r->threads[0] = (struct audit_thread){.tid = 4242, .name = "main", .node = 0};
+	r->threads[1] = (struct audit_thread){.tid = 4243, .name = HOSTILE, .node = 1};
+	r->nsites = 1;
+	r->sites = calloc(1, sizeof(*r->sites));
+	r->sites[0].nframes = 1;
+	snprintf(r->sites[0].where, AUDIT_TEXT_LEN, "decode.c:157 <b>");
+	snprintf(r->sites[0].frames[0].function, 256, "run<int>");
+	snprintf(r->sites[0].frames[0].file, 256, "decode.c");
+	r->sites[0].frames[0].line = 157;
+	r->nfindings = 1;
+	r->findings = calloc(1, sizeof(*r->findings));
+	r->findings[0] = (struct audit_finding){.kind = AUDIT_CROSS_TOUCH,
+	                                        .evidence = AUDIT_EV_PLACEMENT,
+	                                        .bytes = 8u << 20,
+	                                        .owner = 4242,
+	                                        .tids = {4243},
+	                                        .ntids = 1,
+	                                        .node = 0,
+	                                        .other_node = 1,
+	                                        .site = 0};
+	snprintf(r->findings[0].text, AUDIT_TEXT_LEN, "Buffer allocated by 4242 at %s", HOSTILE);
+	snprintf(r->findings[0].fix, AUDIT_TEXT_LEN, "allocate in the worker & <em>");
+}
+
+static char *render_audit(const struct audit_result *a, const char *none, const char *json)
+{
+	json_t *p = proc_json();
+	struct report_input in = {.proc = p, .audit = a, .audit_none = none, .audit_json = json};
+	char *page = render(&in);
+
+	json_decref(p);
+	return page;
+}
+
+START_TEST(audit_section)
+{
+	struct audit_result r;
+	char *page;
+
+	audit_fill(&r);
+	page = render_audit(&r, NULL, "{\"text\":\"<\\/script><!--<script>&\"}");
+	ck_assert_ptr_null(strstr(page, "id=\"no-audit\""));
+	ck_assert_uint_eq(count(page, "<li class=\"finding\""), 1);
+	ck_assert_ptr_nonnull(strstr(page, "data-kind=\"cross_touch\""));
+	ck_assert_ptr_nonnull(strstr(page, "data-evidence=\"placement measured\""));
+	/* nothing of a name or a text became markup; the override is gone */
+	ck_assert_ptr_nonnull(strstr(page, "decode.c:157 &lt;b&gt;"));
+	ck_assert_uint_eq(count(page, "<em>allocate"), 0);
+	ck_assert_ptr_nonnull(strstr(page, "&lt;/td&gt;&lt;script&gt;x&lt;/script&gt;" FFFD FFFD));
+	ck_assert_ptr_nonnull(strstr(page, "run&lt;int&gt; (decode.c:157)"));
+	ck_assert_ptr_nonnull(strstr(page, "allocate in the worker &amp; &lt;em&gt;"));
+	ck_assert_ptr_nonnull(strstr(page, "perf_event_paranoid is 3 &lt;refused&gt;"));
+	/* the remote cell is marked, its bytes exact */
+	ck_assert_ptr_nonnull(strstr(page,
+	                             "<td class=\"cell remote\" data-first=\"0\" data-user=\"1\" "
+	                             "data-bytes=\"8388608\""));
+	ck_assert_uint_eq(count(page, "class=\"audit-thread\""), 2);
+	/* the one script element: the data block, with no '<' left inside */
+	ck_assert_uint_eq(count(page, "<script"), 1);
+	ck_assert_ptr_nonnull(strstr(page,
+	                             "<script type=\"application/json\" id=\"audit-json\">"
+	                             "{\"text\":\"\\u003c\\/script\\u003e\\u003c!--\\u003cscript"
+	                             "\\u003e\\u0026\"}</script>"));
+	free(page);
+	audit_result_free(&r);
+}
+END_TEST
+
+START_TEST(audit_none)
+{
+	char *page = render_audit(NULL, "the process is not running <now>", NULL);
+
+	ck_assert_ptr_nonnull(strstr(page, "<p class=\"note\" id=\"no-audit\">No audit data was "
+	                                   "collected for this report: the process is not running "
+	                                   "&lt;now&gt;.</p>"));
+	ck_assert_uint_eq(count(page, "class=\"finding\""), 0);
+	ck_assert_uint_eq(count(page, "<script"), 0);
+	free(page);
+}
+END_TEST
+
 Suite *report_suite(void)
 {
 	Suite *s = suite_create("report");
-	TCase *esc = tcase_create("escape"), *pg = tcase_create("page");
+	TCase *esc = tcase_create("escape"), *pg = tcase_create("page"),
+	      *au = tcase_create("audit");
 
 	tcase_add_test(esc, escape_markup);
 	tcase_add_test(esc, escape_utf8);
@@ -253,7 +364,10 @@ Suite *report_suite(void)
 	tcase_add_test(pg, page_whole);
 	tcase_add_test(pg, page_missing_parts);
 	tcase_add_test(pg, page_write_error);
+	tcase_add_test(au, audit_section);
+	tcase_add_test(au, audit_none);
 	suite_add_tcase(s, esc);
 	suite_add_tcase(s, pg);
+	suite_add_tcase(s, au);
 	return s;
 }

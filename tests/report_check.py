@@ -158,15 +158,15 @@ def check_dom(path, expect_path):
             fail("thread %d %r is in no chart legend" % (t["tid"], t["name"]))
     if expect.get("others") and "the other threads, summed" not in legend:
         fail("no series for the threads a sample summed")
+    audit = embedded_audit(els)
+    if expect.get("no_audit"):
+        if not any(el["attrs"].get("id") == "no-audit" for el in els):
+            fail("the page does not say that no audit data was collected")
+        if audit is not None:
+            fail("audit data in a page without an audit")
+    else:
+        check_audit(els, audit, expect)
     findings = [el for el in els if "finding" in classes(el)]
-    kinds = sorted(el["attrs"].get("data-kind", "") for el in findings)
-    if kinds != sorted(f["kind"] for f in expect["findings"]):
-        fail("findings in the DOM %r, expected %r" % (kinds, sorted(f["kind"] for f in expect["findings"])))
-    for f in expect["findings"]:
-        if not any(f["text"] in el["text"] for el in findings):
-            fail("no finding says %r" % f["text"])
-    if expect.get("no_audit") and not any(el["attrs"].get("id") == "no-audit" for el in els):
-        fail("the page does not say that no audit data was collected")
     for tag in expect.get("forbidden_tags", []):
         if any(el["tag"] == tag for el in els):
             fail("a <%s> element is in the DOM: a name was not escaped" % tag)
@@ -174,8 +174,58 @@ def check_dom(path, expect_path):
           (len(expect["threads"]), len(marks), len(findings)))
 
 
+def embedded_audit(els):
+    """The audit's JSON document the page embeds, or None."""
+    for el in els:
+        if el["tag"] == "script" and el["attrs"].get("id") == "audit-json":
+            if el["attrs"].get("type") != "application/json":
+                fail("the audit's data block is not of type application/json")
+            return json.loads(el["text"])
+    return None
+
+
+def check_audit(els, audit, expect):
+    """Every finding and audit thread of the embedded audit is in the page,
+    and the kinds expect names are among the findings."""
+    if audit is None:
+        fail("no audit data in the page")
+    findings = [el for el in els if el["tag"] == "li" and "finding" in classes(el)]
+    if len(findings) != len(audit["findings"]):
+        fail("%d findings in the DOM, %d in the audit" % (len(findings), len(audit["findings"])))
+    for f, el in zip(audit["findings"], findings):
+        texts = [c["text"] for c in els if c["parent"] is el and "text" in classes(c)]
+        if (el["attrs"].get("data-kind") != f["kind"] or texts != [f["text"]] or
+                el["attrs"].get("data-bytes") != str(f["bytes"]) or
+                el["attrs"].get("data-evidence") != f["evidence"]):
+            fail("finding %r is not in the DOM as the audit has it: %r %r" % (f, el["attrs"], texts))
+        if f["site"] and f["site"] not in el["text"]:
+            fail("finding %r: its call site %r is not shown" % (f["kind"], f["site"]))
+        if f["fix"] not in el["text"]:
+            fail("finding %r: its fix is not shown" % f["kind"])
+    kinds = [f["kind"] for f in audit["findings"]]
+    for k in expect.get("finding_kinds", []):
+        if k not in kinds:
+            fail("no %s finding: %r" % (k, kinds))
+    rows = {el["attrs"].get("data-tid"): el for el in els
+            if el["tag"] == "tr" and "audit-thread" in classes(el)}
+    for t in audit["threads"]:
+        row = rows.get(str(t["tid"]))
+        if row is None or t["name"] not in row["text"]:
+            fail("audit thread %d %r is not in the DOM" % (t["tid"], t["name"]))
+    for tier in expect.get("tiers_off", []):
+        if audit["tiers"][tier]["on"]:
+            fail("tier %s is on" % tier)
+        cells = [el for el in els if el["tag"] == "tr" and "tier" in classes(el) and
+                 el["attrs"].get("data-on") == "0" and tier in el["text"]]
+        if not cells or audit["tiers"][tier]["reason"] not in cells[0]["text"]:
+            fail("tier %s: off, but the page does not say why" % tier)
+    print("audit: %d findings (%s), %d threads" % (len(kinds), ", ".join(kinds), len(audit["threads"])))
+
+
 def check_selfcontained(path):
     text = open(path, encoding="utf-8").read()
+    # the one script element allowed is the audit's data block (never run)
+    text = re.sub(r'<script type="application/json" id="audit-json">[^<]*</script>', "", text)
     for pat in (r"https?:", r"<link\b", r"\bsrc\s*=", r"<script\b", r"\burl\(", r"@import",
                 r"<iframe\b", r"<object\b", r"<embed\b", r"\bxlink:href", r"\bhref\s*=\s*[\"']?[a-z]+:"):
         m = re.search(pat, text, re.I)
