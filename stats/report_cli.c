@@ -138,11 +138,13 @@ static int fetch(pid_t pid, const struct report_opts *o, struct report_data *d,
 	if (rc != REPORT_EX_OK)
 		return rc;
 	state = json_string_value(json_object_get(d->proc, "state"));
-	if (o->audit && (state == NULL || strcmp(state, "live") != 0))
+	if (o->audit && (state == NULL || strcmp(state, "live") != 0)) {
 		snprintf(d->audit_none, sizeof(d->audit_none),
 		         "the process had exited (an audit attaches to a live process)");
-	else
+		io->say("no audit in the report: %s", d->audit_none);
+	} else {
 		audit(pid, o, d, io);
+	}
 	json_decref(d->proc);
 	d->proc = NULL;
 	rc = get_part(pid, "", &d->proc, io);
