@@ -8,7 +8,8 @@ libscratch_segread_la_SOURCES = stats/segread.c stats/segread.h stats/common.c s
 	src/segment.h src/internal.h src/scratch.h
 libscratch_segread_la_CFLAGS = $(AM_CFLAGS)
 
-stats_scratchd_SOURCES = stats/scratchd.c stats/scratchd.h stats/serve.c stats/thread_history.c
+stats_scratchd_SOURCES = stats/scratchd.c stats/scratchd.h stats/serve.c stats/thread_history.c \
+	stats/thread_history.h
 stats_scratchd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS)
 stats_scratchd_LDADD = libscratch_segread.la $(MHD_LIBS) $(JANSSON_LIBS) $(PTHREAD_LIBS)
 

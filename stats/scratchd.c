@@ -704,7 +704,7 @@ static void sample(struct sd_proc *p)
 	s = &p->hist[p->hist_pos];
 	s->t_ns = p->sampled_ns;
 	s->tot = p->tot;
-	sd_sample_threads(s, p->threads, p->nthreads);
+	thread_points_fill(&s->threads, p->threads, p->nthreads);
 	p->hist_pos = (p->hist_pos + 1) % p->hist_cap;
 	if (p->hist_len < p->hist_cap)
 		p->hist_len++;

@@ -16,24 +16,12 @@
 #include <stdint.h>
 
 #include "segread.h"
-
-/* One thread in a history sample. */
-struct sd_thread_point {
-	int32_t tid;
-	uint64_t retained, leased;
-};
-
-/* Threads a history sample names (those retaining the most); the others
- * are summed. */
-#define SD_SAMPLE_THREADS 16
+#include "thread_history.h"
 
 struct sd_sample {
 	uint64_t t_ns; /* CLOCK_REALTIME */
 	struct segread_totals tot;
-	/* live threads: nthreads named, most retained first; others summed */
-	uint32_t nthreads, others;
-	struct sd_thread_point threads[SD_SAMPLE_THREADS];
-	uint64_t other_retained, other_leased;
+	struct thread_points threads; /* the threads retaining the most */
 };
 
 struct sd_proc {
@@ -135,11 +123,6 @@ json_t *sd_proc_json(const struct sd_proc *p, bool detail);
 struct sd_proc *sd_find(pid_t pid);
 /* Sample a live process again if its last sample is older than 1 ms. */
 void sd_refresh(struct sd_proc *p);
-
-/* thread_history.c: fill the per-thread part of s from the n slots of t;
- * add it to a sample's JSON object o ("thread_points", "other_threads"). */
-void sd_sample_threads(struct sd_sample *s, const struct segread_thread *t, uint32_t n);
-void sd_sample_threads_json(const struct sd_sample *s, json_t *o);
 
 /* The owner kind's name. */
 const char *sd_owner_kind(uint32_t kind);

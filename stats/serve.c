@@ -394,7 +394,7 @@ static json_t *history_json(const struct sd_proc *p)
 		json_object_set_new(e, "time_ns", u64(s->t_ns));
 		json_object_set_new(e, "threads", u64(s->tot.threads_live));
 		set_totals(e, &s->tot);
-		sd_sample_threads_json(s, e);
+		thread_points_json(&s->threads, e);
 		json_array_append_new(a, e);
 	}
 	json_object_set_new(o, "pid", json_integer(p->seg.pid));

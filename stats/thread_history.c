@@ -1,31 +1,29 @@
 /*
  * thread_history.c - the per-thread part of scratchd's history samples
- * (scratchd.h, struct sd_sample): each sample keeps the retained and
- * leased bytes of at most SD_SAMPLE_THREADS live threads, those retaining
- * the most, and sums the rest, so a sample stays fixed-size and the
- * history stays within the memory budget whatever the thread count.
+ * (thread_history.h): the THREAD_POINTS live threads retaining the most,
+ * kept sorted as they are read, and the rest summed.
  */
 #include "config.h"
 
 #include <stdlib.h>
 
-#include "scratchd.h"
+#include "thread_history.h"
 
 /* Whether a ranks before b: more retained first, then the lower tid (so
  * the choice among equals is stable from one sample to the next). */
-static bool ranks_before(const struct sd_thread_point *a, const struct sd_thread_point *b)
+static bool ranks_before(const struct thread_point *a, const struct thread_point *b)
 {
 	return a->retained != b->retained ? a->retained > b->retained : a->tid < b->tid;
 }
 
 /* Insert p into the sorted, bounded list of s; what falls off the end is
  * added to the others. */
-static void keep_point(struct sd_sample *s, struct sd_thread_point p)
+static void keep_point(struct thread_points *s, struct thread_point p)
 {
-	uint32_t i = s->nthreads;
+	uint32_t i = s->n;
 
-	if (i == SD_SAMPLE_THREADS) {
-		struct sd_thread_point *last = &s->threads[i - 1];
+	if (i == THREAD_POINTS) {
+		struct thread_point *last = &s->p[i - 1];
 
 		if (!ranks_before(&p, last)) {
 			s->others++;
@@ -38,23 +36,23 @@ static void keep_point(struct sd_sample *s, struct sd_thread_point p)
 		s->other_leased += last->leased;
 		i--;
 	} else {
-		s->nthreads++;
+		s->n++;
 	}
-	for (; i > 0 && ranks_before(&p, &s->threads[i - 1]); i--)
-		s->threads[i] = s->threads[i - 1];
-	s->threads[i] = p;
+	for (; i > 0 && ranks_before(&p, &s->p[i - 1]); i--)
+		s->p[i] = s->p[i - 1];
+	s->p[i] = p;
 }
 
-void sd_sample_threads(struct sd_sample *s, const struct segread_thread *t, uint32_t n)
+void thread_points_fill(struct thread_points *s, const struct segread_thread *t, uint32_t n)
 {
-	s->nthreads = s->others = 0;
+	s->n = s->others = 0;
 	s->other_retained = s->other_leased = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		if (t[i].state != SCRATCH_SEG_LIVE)
 			continue;
-		keep_point(s, (struct sd_thread_point){.tid = t[i].tid,
-		                                       .retained = segread_retained(&t[i].c),
-		                                       .leased = segread_leased(&t[i].c)});
+		keep_point(s, (struct thread_point){.tid = t[i].tid,
+		                                    .retained = segread_retained(&t[i].c),
+		                                    .leased = segread_leased(&t[i].c)});
 	}
 }
 
@@ -63,14 +61,14 @@ static json_t *u64(uint64_t v)
 	return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
 }
 
-void sd_sample_threads_json(const struct sd_sample *s, json_t *o)
+void thread_points_json(const struct thread_points *s, json_t *o)
 {
 	json_t *a = json_array();
 
-	for (uint32_t i = 0; i < s->nthreads; i++)
-		json_array_append_new(a, json_pack("{s:i,s:o,s:o}", "tid", s->threads[i].tid,
-		                                   "retained", u64(s->threads[i].retained),
-		                                   "leased", u64(s->threads[i].leased)));
+	for (uint32_t i = 0; i < s->n; i++)
+		json_array_append_new(a, json_pack("{s:i,s:o,s:o}", "tid", s->p[i].tid, "retained",
+		                                   u64(s->p[i].retained), "leased",
+		                                   u64(s->p[i].leased)));
 	json_object_set_new(o, "thread_points", a);
 	json_object_set_new(o, "other_threads",
 	                    json_pack("{s:i,s:o,s:o}", "threads", (int)s->others, "retained",

@@ -18,6 +18,7 @@
 
 #include "../stats/report.h"
 #include "../stats/report_svg.h"
+#include "../stats/thread_history.h"
 #include "suites.h"
 
 #define FFFD "\xef\xbf\xbd"
@@ -351,6 +352,50 @@ START_TEST(audit_none)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* scratchd's thread points (stats/thread_history.c)                       */
+/* ---------------------------------------------------------------------- */
+
+/* 20 live threads retaining 1..20 MiB in a shuffled order, two of them
+ * tied, and one exited slot: the 16 retaining most, most first, ties by
+ * tid; the other 4 summed; the exited slot nowhere. */
+START_TEST(thread_points_bounded)
+{
+	struct segread_thread t[21];
+	struct thread_points tp;
+	uint64_t sum = 0;
+
+	memset(t, 0, sizeof(t));
+	for (int i = 0; i < 20; i++) {
+		t[i].state = SCRATCH_SEG_LIVE;
+		t[i].tid = 1000 + (i * 7) % 20;
+		t[i].c.retained = (uint64_t)((i * 7) % 20 + 1) << 20;
+		t[i].c.leased = 4096;
+	}
+	t[3].c.retained = t[5].c.retained; /* a tie */
+	t[20].state = SCRATCH_SEG_EXITED;
+	t[20].tid = 999;
+	t[20].c.retained = 1ull << 40;
+	thread_points_fill(&tp, t, 21);
+	ck_assert_uint_eq(tp.n, THREAD_POINTS);
+	ck_assert_uint_eq(tp.others, 4);
+	for (uint32_t k = 0; k < tp.n; k++) {
+		ck_assert_int_ne(tp.p[k].tid, 999);
+		if (k > 0)
+			ck_assert(tp.p[k - 1].retained > tp.p[k].retained ||
+			          (tp.p[k - 1].retained == tp.p[k].retained &&
+			           tp.p[k - 1].tid < tp.p[k].tid));
+		sum += tp.p[k].retained;
+	}
+	for (int i = 0; i < 20; i++)
+		sum -= t[i].c.retained;
+	ck_assert_uint_eq(tp.other_retained, (uint64_t)0 - sum);
+	ck_assert_uint_eq(tp.other_leased, 4 * 4096);
+	thread_points_fill(&tp, t, 0);
+	ck_assert_uint_eq(tp.n + tp.others, 0);
+}
+END_TEST
+
 Suite *report_suite(void)
 {
 	Suite *s = suite_create("report");
@@ -366,6 +411,7 @@ Suite *report_suite(void)
 	tcase_add_test(pg, page_write_error);
 	tcase_add_test(au, audit_section);
 	tcase_add_test(au, audit_none);
+	tcase_add_test(pg, thread_points_bounded);
 	suite_add_tcase(s, esc);
 	suite_add_tcase(s, pg);
 	suite_add_tcase(s, au);
