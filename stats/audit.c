@@ -486,6 +486,7 @@ static int placement_pass(struct audit *a)
 
 		if (!k->seen || k->b.state == SCRATCH_SEG_BLK_EMPTY)
 			continue;
+		drain(a); /* a long pass must not let the rings fill */
 		rc = placement_read(a->pid, k->b.start, k->b.capacity, PLACEMENT_HUGE, &pl, err,
 		                    sizeof(err));
 		if (rc == -ESRCH)
@@ -613,6 +614,24 @@ static int spawn(char *const argv[], pid_t *ret_child, char *err, size_t errlen)
 	return stats_fail(err, errlen, e, "cannot run %s: %s", argv[0], strerror(e));
 }
 
+/*
+ * Ring pages per event: a ring that fills between two drains loses
+ * samples, and a placement pass over a large block takes a while. Root
+ * gets 4 MiB rings (within 32 MiB over all CPUs); others get what
+ * perf_event_mlock_kb grants without a charge (516 KiB with the header).
+ */
+static unsigned ring_pages(void)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned n = 1024;
+
+	if (geteuid() != 0)
+		return 128;
+	while (cpus > 0 && n > 64 && (uint64_t)n * (uint64_t)cpus > 8192)
+		n /= 2;
+	return n;
+}
+
 /* The command line until the segment tells: argv joined by spaces. */
 static void cmdline_of(struct audit *a, char *const argv[])
 {
@@ -645,8 +664,13 @@ int audit_launch(char *const argv[], const struct audit_opts *o, audit_t **ret, 
 		return stats_fail(err, errlen, errno, "setenv: %s", strerror(errno));
 	}
 	rc = faults_probe(ferr, sizeof(ferr));
+	fo.ring_pages = ring_pages();
 	if (rc == 0)
 		rc = faults_launch(argv, &fo, &a->faults, &child, ferr, sizeof(ferr));
+	if (rc != 0 && fo.ring_pages != 0 && strncmp(ferr, "cannot run ", 11) != 0) {
+		fo.ring_pages = 0; /* the default rings, where larger ones were refused */
+		rc = faults_launch(argv, &fo, &a->faults, &child, ferr, sizeof(ferr));
+	}
 	if (rc != 0 && strncmp(ferr, "cannot run ", 11) == 0) {
 		stats_fail(err, errlen, -rc, "%s", ferr);
 		audit_close(a);
@@ -671,7 +695,7 @@ int audit_launch(char *const argv[], const struct audit_opts *o, audit_t **ret, 
 
 int audit_attach(pid_t pid, const struct audit_opts *o, audit_t **ret, char *err, size_t errlen)
 {
-	struct faults_opts fo = {0};
+	struct faults_opts fo = {.ring_pages = ring_pages()};
 	char ferr[256] = "";
 	struct audit *a;
 	int rc;
@@ -694,6 +718,10 @@ int audit_attach(pid_t pid, const struct audit_opts *o, audit_t **ret, char *err
 		fo.hi = (uintptr_t)a->region_hi;
 	}
 	rc = faults_attach(pid, &fo, &a->faults, ferr, sizeof(ferr));
+	if (rc != 0 && rc != -ESRCH) {
+		fo.ring_pages = 0;
+		rc = faults_attach(pid, &fo, &a->faults, ferr, sizeof(ferr));
+	}
 	if (rc == -ESRCH) {
 		audit_close(a);
 		return stats_fail(err, errlen, ESRCH, "no such process: %d", (int)pid);
@@ -711,6 +739,11 @@ int audit_attach(pid_t pid, const struct audit_opts *o, audit_t **ret, char *err
 	return 0;
 }
 
+static bool stop_signal(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
 /* The launched child stopped or ended: its exit stop gets the last
  * placement pass, any other stop is let go as it came. */
 static void child_event(struct audit *a, int status)
@@ -725,8 +758,12 @@ static void child_event(struct audit *a, int status)
 	if (status >> 16 == PTRACE_EVENT_EXIT) {
 		refresh(a, true);
 		ptrace(PTRACE_CONT, a->pid, NULL, NULL);
-	} else if (status >> 16 == PTRACE_EVENT_STOP) {
+	} else if (status >> 16 == PTRACE_EVENT_STOP && stop_signal(WSTOPSIG(status))) {
+		/* a group-stop (SIGSTOP, ^Z): it stays stopped until SIGCONT */
 		ptrace(PTRACE_LISTEN, a->pid, NULL, NULL);
+	} else if (status >> 16 == PTRACE_EVENT_STOP) {
+		/* a seized tracee's trap on a job-control change (SIGCONT) */
+		ptrace(PTRACE_CONT, a->pid, NULL, NULL);
 	} else {
 		ptrace(PTRACE_CONT, a->pid, NULL, (void *)(uintptr_t)WSTOPSIG(status));
 	}
@@ -1343,11 +1380,16 @@ static void finding_text(struct join *j, struct audit_finding *f)
 		         "bind or interleave only the shared weights");
 		break;
 	case AUDIT_REUSED_REMOTE:
-		snprintf(
-		        f->text, sizeof(f->text),
-		        "Block reused by a thread on another node: %.160s on node %d, its pages on "
-		        "node %d (allocated at %.160s)",
-		        tids, f->other_node, f->node, where);
+		if (f->risk)
+			snprintf(f->text, sizeof(f->text),
+			         "Block reused by another thread: %.160s (allocated at %.160s)",
+			         tids, where);
+		else
+			snprintf(f->text, sizeof(f->text),
+			         "Block reused by a thread on another node: %.160s on node %d, its "
+			         "pages "
+			         "on node %d (allocated at %.160s)",
+			         tids, f->other_node, f->node, where);
 		snprintf(
 		        f->fix, sizeof(f->fix),
 		        "per-node pools, so that a block goes only to a thread on its pages' node; "

@@ -2,6 +2,7 @@
 # sourced by the guest script of tests/guest_locality.test after its own
 # cases, in the same boot (THP is "never" by then). Needs SS (scratchstat),
 # SHIM (the preload library), HOST (host_numa), TOOL (host_locality_tool),
+# HAUDIT (host_audit),
 # JQ, USER (setpriv to nobody), PARANOID, SITE (host_numa.c:LINE of its
 # malloc). Prints the text audit of the split case for the README.
 #  - launch mode, as root: a main thread on node 0 allocates 64 MiB, a
@@ -11,7 +12,9 @@
 #    tier is off with its reason, placement and lease still give the same
 #    bytes and a "placement measured" finding;
 #  - attach mode on an untouched buffer: nothing becomes present, RSS and
-#    placement are the same before and after.
+#    placement are the same before and after;
+#  - a block written on node 0 and freed by a thread on node 1: "Block
+#    reused by a thread on another node", use by lease, with its bytes.
 export SCRATCH_RUNTIME_DIR=/tmp/run-root
 j() { $JQ -r "$1" "$2"; }
 pages() { kv "$1" "$(line "^$2 " "$3")"; }
@@ -32,6 +35,7 @@ split() {
   on1=$((($(pages node1 first $name.host) + $(pages node1 second $name.host)) * 4096))
   half=$((32 << 20))
   echo "ground truth: node0=$on0 node1=$on1 main=$pid writers=$w0,$w1"
+  echo "audit: $($JQ -c '{samples, present_bytes, sampled_bytes, unknown_bytes, placement_reads}' $name.json)"
   check "audit $name: two nodes" eq "$(j '[(.nodes | length), .single_node] | join(" ")' $name.json)" "2 false"
   check "audit $name: present bytes as move_pages counted them" \
     eq "$(j .present_bytes $name.json)" $((on0 + on1))
@@ -45,6 +49,7 @@ split() {
 echo "case audit split"
 split split
 check "audit split: every tier on" eq "$(j '[.tiers[].on] | all' split.json)" true
+check "audit split: no sample lost" eq "$(j .samples.lost split.json)" 0
 check "audit split: first touch x user matrix as the kernel placed them" \
   eq "$(j '.matrix.first_touch | map(join(",")) | join(" ")' split.json)" "$on0,0,0 $on1,0,0 0,0,0"
 check "audit split: every present byte has a sampled first toucher" \
@@ -113,3 +118,20 @@ check "audit untouched: every page absent before and after" \
 check "audit untouched: RSS unchanged" eq "$rss0" "$rss1"
 check "audit untouched: attach mode says first touches before it are unknown" \
   grep -q 'first touches before the attach are unknown' unt.json
+
+echo "case audit remote free"
+LD_PRELOAD=$SHIM timeout 120 $HAUDIT remote 16 >rf.host &
+hp=$!
+waitfor rf.host ready
+freer=$(sed -n 's/.* freer=\([0-9]*\).*/\1/p' rf.host)
+timeout 60 $SS audit --json --for 1 $hp >rf.json 2>rf.err
+st=$?
+kill -TERM $hp
+wait $hp
+cat rf.host rf.err
+check "audit remote free: exit 0" eq "$st" 0
+check "audit remote free: the freer on node 1 reused a block whose pages are on node 0" \
+  eq "$(j '.findings[0] | [.kind, .evidence, .risk, .bytes, .node, .other_node, (.tids | join(","))] | join(" ")' rf.json)" \
+  "reused_remote use by lease false $((16 << 20)) 0 1 $freer"
+check "audit remote free: the freer's remote bytes" \
+  eq "$(j ".threads[] | select(.tid == $freer) | [.node, .remote_bytes] | join(\" \")" rf.json)" "1 $((16 << 20))"

@@ -2,7 +2,7 @@
  * check_segread.c - the stats segment reader (stats/segread.c) on segments
  * built in memory: validation, the seqlock and totals contract of
  * segment.h, trace ring wrap, torn and unwritten records, the per size
- * class section and segments of writers older than it.
+ * class section and segments of writers older than it, the block table.
  */
 #include "config.h"
 
@@ -580,6 +580,171 @@ START_TEST(test_short_source)
 }
 END_TEST
 
+/* ---- block table ---- */
+
+#define REGION  UINT64_C(0x7f0000000000)
+#define NBLOCKS 3000 /* three chunks of the reader's 1024 */
+
+/* Grow the segment by a table of n block entries after the ring. */
+static void add_blocks(uint32_t n)
+{
+	struct scratch_seg_header *h = hdr();
+	uint64_t off = (h->ring_off + (uint64_t)h->ring_slots * h->record_stride + 63) & ~63ull;
+	size_t size = (off + (size_t)n * sizeof(struct scratch_seg_block) + 4095) & ~(size_t)4095;
+
+	if (size < seg_size)
+		size = seg_size;
+
+	seg = realloc(seg, size);
+	ck_assert_ptr_nonnull(seg);
+	memset(seg + seg_size, 0, size - seg_size);
+	seg_size = size;
+	h = hdr();
+	h->file_size = size;
+	h->blocks_off = off;
+	h->block_slots = n;
+	h->block_stride = sizeof(struct scratch_seg_block);
+	h->region_base = REGION;
+	h->region_size = UINT64_C(4) << 30;
+}
+
+static struct scratch_seg_block *blk(uint32_t id)
+{
+	return (struct scratch_seg_block *)(seg + hdr()->blocks_off +
+	                                    (size_t)(id - 1) * hdr()->block_stride);
+}
+
+/* Entry id as a writer leaves it: a block of 1 MiB at id MiB. */
+static void put_blk(uint32_t id, uint32_t state, int32_t owner)
+{
+	struct scratch_seg_block *b = blk(id);
+
+	memset(b, 0, sizeof(*b));
+	b->seq = 2;
+	b->start = REGION + ((uint64_t)id << 20);
+	b->capacity = 1 << 20;
+	b->cls = 80;
+	b->state = state;
+	b->owner = owner;
+	b->carver = owner;
+	b->growth = id;
+}
+
+START_TEST(test_blocks)
+{
+	struct segread_block b[8];
+	uint32_t n = 0, skipped = 9;
+	uint64_t base, size;
+	struct segread s;
+
+	add_blocks(NBLOCKS);
+	put_blk(1, SCRATCH_SEG_BLK_OWNED, 11);
+	put_blk(2, SCRATCH_SEG_BLK_REMOTE, 11);
+	blk(2)->freers[0] = 12;
+	blk(2)->nfreers = 1;
+	put_blk(1500, SCRATCH_SEG_BLK_DEPOT, 13); /* the second chunk */
+	blk(1500)->handovers = 2;
+	ck_assert_int_eq(open_seg(&s), 0);
+	ck_assert_int_eq(segread_region(&s, &base, &size), 0);
+	ck_assert_uint_eq(base, REGION);
+	ck_assert_uint_eq(size, UINT64_C(4) << 30);
+	ck_assert_int_eq(segread_blocks(&s, b, 8, &n, &skipped), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(skipped, 0);
+	ck_assert_uint_eq(b[0].id, 1);
+	ck_assert_uint_eq(b[0].state, SCRATCH_SEG_BLK_OWNED);
+	ck_assert_uint_eq(b[0].start, REGION + (1 << 20));
+	ck_assert_int_eq(b[1].freers[0], 12);
+	ck_assert_uint_eq(b[1].nfreers, 1);
+	ck_assert_int_eq(b[1].freers[1], 0);
+	ck_assert_uint_eq(b[2].id, 1500);
+	ck_assert_uint_eq(b[2].handovers, 2);
+	ck_assert_uint_eq(b[2].growth, 1500);
+	ck_assert_int_eq(b[2].carver, 13);
+	/* max bounds what is stored */
+	ck_assert_int_eq(segread_blocks(&s, b, 2, &n, NULL), 0);
+	ck_assert_uint_eq(n, 2);
+}
+END_TEST
+
+/* Entries no writer leaves are skipped and counted, the rest delivered;
+ * the read stops at a chunk with nothing written. */
+START_TEST(test_blocks_hostile)
+{
+	struct segread_block b[16];
+	uint32_t n = 0, skipped = 0;
+	struct segread s;
+
+	add_blocks(NBLOCKS);
+	for (uint32_t id = 1; id <= 8; id++)
+		put_blk(id, SCRATCH_SEG_BLK_OWNED, 5);
+	blk(1)->start = REGION - 4096; /* below the region */
+	blk(2)->capacity = 0;          /* empty */
+	blk(3)->state = SCRATCH_SEG_BLK_MAX + 1;
+	blk(4)->cls = 200;                 /* no such class */
+	blk(5)->seq = 3;                   /* a writer stays inside */
+	blk(6)->start = UINT64_MAX - 4095; /* wraps */
+	blk(7)->owner = -3;
+	put_blk(2500, SCRATCH_SEG_BLK_OWNED, 5); /* after an empty chunk */
+	ck_assert_int_eq(open_seg(&s), 0);
+	s.retries = 1;
+	ck_assert_int_eq(segread_blocks(&s, b, 16, &n, &skipped), 0);
+	ck_assert_uint_eq(skipped, 7);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(b[0].id, 8);
+}
+END_TEST
+
+START_TEST(test_blocks_none)
+{
+	struct segread_block b[1];
+	uint64_t base, size;
+	uint32_t n;
+	struct segread s;
+
+	/* an older writer: no table */
+	ck_assert_int_eq(open_seg(&s), 0);
+	ck_assert_int_eq(segread_region(&s, &base, &size), -ENODATA);
+	ck_assert_int_eq(segread_blocks(&s, b, 1, &n, NULL), -ENODATA);
+	/* a table, but the region not reserved yet */
+	add_blocks(16);
+	hdr()->region_base = 0;
+	ck_assert_int_eq(open_seg(&s), 0);
+	ck_assert_int_eq(segread_blocks(&s, b, 1, &n, NULL), -ENODATA);
+	/* a region that wraps */
+	hdr()->region_base = UINT64_MAX - 4095;
+	ck_assert_int_eq(segread_region(&s, &base, &size), -EBADMSG);
+}
+END_TEST
+
+START_TEST(test_blocks_corrupt)
+{
+	struct scratch_seg_header *h;
+	struct segread s;
+
+	add_blocks(16);
+	h = hdr();
+	switch (_i) {
+	case 0:
+		h->block_slots = SCRATCH_SEG_MAX_BLOCKS + 1;
+		break;
+	case 1:
+		h->blocks_off = h->ring_off; /* over the ring */
+		break;
+	case 2:
+		h->block_stride = 64;
+		break;
+	case 3:
+		h->block_slots = 100000; /* beyond the file */
+		break;
+	default:
+		h->blocks_off = UINT64_MAX - 8;
+		break;
+	}
+	ck_assert_int_eq(open_seg(&s), -EBADMSG);
+}
+END_TEST
+
 Suite *segread_suite(void)
 {
 	Suite *s = suite_create("segread");
@@ -595,14 +760,18 @@ Suite *segread_suite(void)
 	tcase_add_test(core, test_classes);
 	tcase_add_test(core, test_classes_hostile);
 	tcase_add_test(core, test_classes_old_writer);
+	tcase_add_test(core, test_blocks);
+	tcase_add_test(core, test_blocks_none);
 	tcase_add_checked_fixture(limits, build, teardown);
 	tcase_add_test(limits, test_wrap);
 	tcase_add_test(limits, test_torn_and_unwritten);
 	tcase_add_test(limits, test_head_backwards);
+	tcase_add_test(limits, test_blocks_hostile);
 	tcase_add_checked_fixture(misuse, build, teardown);
 	tcase_add_loop_test(misuse, test_corrupt, 0, 13);
 	tcase_add_test(misuse, test_short_source);
 	tcase_add_loop_test(misuse, test_classes_corrupt, 0, 10);
+	tcase_add_loop_test(misuse, test_blocks_corrupt, 0, 5);
 	suite_add_tcase(s, core);
 	suite_add_tcase(s, limits);
 	suite_add_tcase(s, misuse);

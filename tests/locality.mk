@@ -8,6 +8,11 @@ tests_host_locality_tool_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/stats
 tests_host_locality_tool_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_host_locality_tool_LDADD = libscratch_locality.la libscratch_segread.la $(JANSSON_LIBS)
 
+check_PROGRAMS += tests/host_audit
+tests_host_audit_SOURCES = tests/host_audit.c
+tests_host_audit_CFLAGS = $(AM_CFLAGS) -fno-builtin
+tests_host_audit_LDADD = $(PTHREAD_LIBS)
+
 TESTS += tests/locality_host.test tests/guest_locality.test tests/audit_host.test
 EXTRA_DIST += tests/locality_host.test tests/guest_locality.test tests/locality_lib.sh \
 	tests/audit_guest.sh tests/audit_host.test
