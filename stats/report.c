@@ -609,15 +609,33 @@ static int growth_lanes(struct page *pg, const json_t *recs)
 	return 0;
 }
 
+/* The step series of bytes thread t grew so far: 0 from the start, a step
+ * per growth of t, held to the end. Returns its points (x, y room: n + 2). */
+static size_t grown_series(const struct page *pg, const json_t *recs, long long tid, double *x,
+                           double *y)
+{
+	const json_t *r;
+	size_t i, m = 1;
+
+	x[0] = y[0] = 0;
+	json_array_foreach(recs, i, r) if (snum(r, "tid") == tid)
+	{
+		x[m] = secs(pg, num(r, "time_ns"));
+		y[m] = y[m - 1] + (double)num(r, "bytes");
+		m++;
+	}
+	x[m] = pg->x_end;
+	y[m] = y[m - 1];
+	return m + 1;
+}
+
 /* Bytes grown by each thread so far, as step lines over the same axis. */
 static int growth_cumulative(struct page *pg, const json_t *recs)
 {
-	size_t n = json_array_size(recs), nt = pg->nthreads;
-	double *x = calloc(n + 2, sizeof(double)), *y = calloc((n + 2) * (nt + 1), sizeof(double));
+	size_t n = json_array_size(recs);
+	double *x = calloc(n + 2, sizeof(double)), *y = calloc(n + 2, sizeof(double));
 	double ymax = 0;
-	const json_t *r;
 	struct frame fr;
-	size_t i;
 	char label[64];
 
 	if (x == NULL || y == NULL) {
@@ -625,30 +643,24 @@ static int growth_cumulative(struct page *pg, const json_t *recs)
 		free(y);
 		return -ENOMEM;
 	}
-	/* column i: after record i; every thread starts at 0 before the first */
-	json_array_foreach(recs, i, r)
-	{
-		struct thread_ref *t = find_thread(pg, snum(r, "tid"));
+	/* the scale first: the most any thread grew */
+	for (size_t k = 0; k < pg->nthreads; k++) {
+		size_t m = grown_series(pg, recs, pg->threads[k].tid, x, y);
 
-		x[i + 1] = secs(pg, num(r, "time_ns"));
-		for (size_t k = 0; k < nt; k++)
-			y[k * (n + 1) + i + 1] =
-			        y[k * (n + 1) + i] +
-			        (&pg->threads[k] == t ? (double)num(r, "bytes") : 0);
+		if (y[m - 1] > ymax)
+			ymax = y[m - 1];
 	}
-	x[0] = n > 0 ? x[1] : 0;
-	for (size_t k = 0; k < nt; k++)
-		if (y[k * (n + 1) + n] > ymax)
-			ymax = y[k * (n + 1) + n];
 	fputs("<h3>Bytes grown per thread, cumulative</h3>\n", pg->f);
 	svg_open(pg->f, &fr, CHART_W, 220, "bytes grown per thread over time", pg->x_end, ymax, 0);
 	svg_axes(pg->f, &fr);
-	for (size_t k = 0; k < nt; k++)
-		if (y[k * (n + 1) + n] > 0) {
-			thread_label(&pg->threads[k], label, sizeof(label));
-			svg_steps(pg->f, &fr, x, y + k * (n + 1), n + 1, pg->threads[k].color,
-			          label, false);
-		}
+	for (size_t k = 0; k < pg->nthreads; k++) {
+		size_t m = grown_series(pg, recs, pg->threads[k].tid, x, y);
+
+		if (m <= 2)
+			continue; /* it never grew */
+		thread_label(&pg->threads[k], label, sizeof(label));
+		svg_steps(pg->f, &fr, x, y, m, pg->threads[k].color, label, false);
+	}
 	svg_close(pg->f);
 	free(x);
 	free(y);
@@ -735,33 +747,47 @@ static void site_row(struct page *pg, const struct site_sum *s)
 	fputs("</td></tr>\n", pg->f);
 }
 
-/* Growths summed per call site, most bytes first. */
+/* A record and its site's name, to group records by site. */
+struct site_of {
+	const char *site;
+	const json_t *r;
+};
+
+static int site_of_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct site_of *)a)->site, ((const struct site_of *)b)->site);
+}
+
+/* Growths summed per call site, most bytes first: the records sorted by
+ * site, then summed run by run (many distinct bare addresses stay cheap). */
 static int growth_sites(struct page *pg, const json_t *recs)
 {
-	struct site_sum *sums = calloc(json_array_size(recs) + 1, sizeof(*sums));
-	size_t n = 0, i, k;
+	size_t n = json_array_size(recs), k = 0, i;
+	struct site_of *by = calloc(n + 1, sizeof(*by));
+	struct site_sum *sums = calloc(n + 1, sizeof(*sums));
 	const json_t *r;
 
-	if (sums == NULL)
+	if (by == NULL || sums == NULL) {
+		free(by);
+		free(sums);
 		return -ENOMEM;
-	json_array_foreach(recs, i, r)
-	{
-		const char *site = json_is_string(json_object_get(r, "site")) ? str(r, "site")
-		                                                              : "(unknown site)";
-
-		for (k = 0; k < n && strcmp(sums[k].site, site) != 0; k++)
-			;
-		if (k == n)
-			sums[n++].site = site;
-		site_add(&sums[k], r);
 	}
-	qsort(sums, n, sizeof(*sums), site_cmp);
+	json_array_foreach(recs, i, r) by[i] = (struct site_of){
+	        json_is_string(json_object_get(r, "site")) ? str(r, "site") : "(unknown site)", r};
+	qsort(by, n, sizeof(*by), site_of_cmp);
+	for (i = 0; i < n; i++) {
+		if (i == 0 || strcmp(by[i].site, by[i - 1].site) != 0)
+			sums[k++].site = by[i].site;
+		site_add(&sums[k - 1], by[i].r);
+	}
+	qsort(sums, k, sizeof(*sums), site_cmp);
 	fputs("<h3>Call sites</h3>\n<table>\n<tr><th class=\"l\">SITE</th><th>GROWTHS</th>"
 	      "<th>BYTES</th><th class=\"l\">THREADS</th></tr>\n",
 	      pg->f);
-	for (k = 0; k < n; k++)
-		site_row(pg, &sums[k]);
+	for (i = 0; i < k; i++)
+		site_row(pg, &sums[i]);
 	fputs("</table>\n", pg->f);
+	free(by);
 	free(sums);
 	return 0;
 }

@@ -278,17 +278,25 @@ void svg_steps(FILE *f, const struct frame *fr, const double *x, const double *y
                const char *color, const char *label, bool wide)
 {
 	bool open = false;
+	double held = 0; /* the value the open run holds */
 
 	fprintf(f, "<path class=\"series%s\" d=\"", wide ? " wide" : "");
 	for (size_t i = 0; i < n; i++) {
+		bool run_ends = i + 1 == n || y[i + 1] < 0;
+
 		if (y[i] < 0) {
 			open = false;
 			continue;
 		}
+		/* a point that changes nothing is left out, so a long flat
+		 * series is a short path; a run still reaches its last x */
 		if (!open)
 			fprintf(f, "M%.1f %.1f", frame_x(fr, x[i]), frame_y(fr, y[i]));
-		else /* the previous value held until this sample */
+		else if (y[i] != held) /* the held value lasted until this sample */
 			fprintf(f, "H%.1fV%.1f", frame_x(fr, x[i]), frame_y(fr, y[i]));
+		else if (run_ends)
+			fprintf(f, "H%.1f", frame_x(fr, x[i]));
+		held = y[i];
 		open = true;
 	}
 	fprintf(f, "\" stroke=\"%s\"><title>", color);
