@@ -188,6 +188,7 @@ static const char css[] =
         "li.finding p.text{font-weight:bold;margin:.2em 0}"
         "ol.frames{margin:.2em 0;font-size:.9em}summary.site{cursor:pointer;"
         "font-family:monospace}"
+        "nav{margin:1em 0;font-size:.95em}nav a{color:#1f4e79}"
         "footer{margin-top:3em;color:#777;font-size:.85em}";
 
 static void page_open(struct page *pg)
@@ -258,6 +259,13 @@ static void section_header(struct page *pg)
 	when(pg, num(p, "exit_ns") && strcmp(str(p, "state"), "live") != 0 ? num(p, "exit_ns")
 	                                                                   : num(p, "sampled_ns"));
 	fputs("</dd>\n</dl>\n</header>\n", pg->f);
+	fputs("<nav><a href=\"#totals\">Totals</a> \xc2\xb7 <a href=\"#threads\">Threads</a> "
+	      "\xc2\xb7 "
+	      "<a href=\"#history\">Over time</a> \xc2\xb7 <a href=\"#growth\">Growths</a> "
+	      "\xc2\xb7 "
+	      "<a href=\"#audit\">Locality audit</a> \xc2\xb7 <a href=\"#sizes\">Size "
+	      "classes</a></nav>\n",
+	      pg->f);
 }
 
 static void card_count(struct page *pg, const char *what, uint64_t v)
@@ -295,6 +303,14 @@ static void section_totals(struct page *pg)
 	card_count(pg, "passed through", num(p, "passthrough"));
 	card_bytes(pg, "in the depot", num(p, "depot_bytes"));
 	card_bytes(pg, "trimmed", num(p, "trimmed"));
+	if (pg->in->audit != NULL) {
+		card_count(pg, "locality findings", pg->in->audit->nfindings);
+		if (pg->in->audit->nfindings > 0)
+			card_bytes(pg,
+			           pg->in->audit->single_node ? "at risk (top finding)"
+			                                      : "remote (top finding)",
+			           pg->in->audit->findings[0].bytes);
+	}
 	fputs("</div>\n</section>\n", pg->f);
 }
 
