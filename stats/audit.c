@@ -87,6 +87,7 @@ struct audit {
 	faults_t *faults;
 	struct audit_tier tiers[AUDIT_TIERS];
 	bool traced, gone, reaped;
+	bool unlink_segs; /* launch mode asked for keep_segment: remove them at the end */
 	int exit_status;
 	uint64_t started_ns, ended_ns;
 	uint64_t last_place_ns;
@@ -355,8 +356,8 @@ static int seg_find(struct audit *a)
 	closedir(dir);
 	if (best[0] == '\0')
 		return -ENOENT;
-	if (a->have_seg && best_nonce <= a->seg_nonce)
-		return 0;
+	if (best_nonce <= a->seg_nonce)
+		return 0; /* the open one, or one from before an exec */
 	seg_reset(a);
 	snprintf(path, sizeof(path), "%s/%s", a->run_dir, best);
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -571,7 +572,8 @@ static struct audit *audit_new(enum audit_mode mode, const struct audit_opts *o,
 static void seize(struct audit *a, pid_t child)
 {
 	a->traced = ptrace(PTRACE_SEIZE, child, NULL,
-	                   (void *)(uintptr_t)(PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL)) == 0;
+	                   (void *)(uintptr_t)(PTRACE_O_TRACEEXIT | PTRACE_O_TRACEEXEC |
+	                                       PTRACE_O_EXITKILL)) == 0;
 }
 
 /*
@@ -632,6 +634,55 @@ static unsigned ring_pages(void)
 	return n;
 }
 
+/*
+ * A short command's segment would be gone (its destructors unlink it)
+ * before a poll found it: ask the command to keep it (keep_segment:true
+ * added to SCRATCH_CONF, unless the user set keep_segment), and remove it
+ * at the end, in audit_close().
+ */
+static int keep_segments(struct audit *a)
+{
+	const char *conf = getenv("SCRATCH_CONF");
+	char buf[4096];
+
+	if (conf != NULL && strstr(conf, "keep_segment") != NULL)
+		return 0; /* the user's choice stands */
+	snprintf(buf, sizeof(buf), "%s%skeep_segment:true", conf != NULL ? conf : "",
+	         conf != NULL && *conf != '\0' ? "," : "");
+	if (setenv("SCRATCH_CONF", buf, 1) != 0)
+		return -errno;
+	a->unlink_segs = true;
+	return 0;
+}
+
+/* Remove the segments the command kept for us: its pid's, made since the
+ * audit began (the name's nonce is their creation time). */
+static void unlink_segments(struct audit *a)
+{
+	char prefix[32], path[PATH_MAX + NAME_MAX + 2];
+	uint64_t since = a->started_ns;
+	struct dirent *d;
+	DIR *dir;
+
+	if (!a->unlink_segs || a->pid <= 0 || a->run_dir[0] == '\0')
+		return;
+	dir = opendir(a->run_dir);
+	if (dir == NULL)
+		return;
+	snprintf(prefix, sizeof(prefix), "%d-", (int)a->pid);
+	while ((d = readdir(dir)) != NULL) {
+		size_t len = strlen(d->d_name);
+
+		if (strncmp(d->d_name, prefix, strlen(prefix)) != 0 || len < 5 ||
+		    strcmp(d->d_name + len - 4, SCRATCH_SEG_SUFFIX) != 0 ||
+		    strtoull(d->d_name + strlen(prefix), NULL, 10) < since)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", a->run_dir, d->d_name);
+		unlink(path);
+	}
+	closedir(dir);
+}
+
 /* The command line until the segment tells: argv joined by spaces. */
 static void cmdline_of(struct audit *a, char *const argv[])
 {
@@ -662,6 +713,10 @@ int audit_launch(char *const argv[], const struct audit_opts *o, audit_t **ret, 
 	if (o->preload != NULL && setenv("LD_PRELOAD", o->preload, 1) != 0) {
 		audit_close(a);
 		return stats_fail(err, errlen, errno, "setenv: %s", strerror(errno));
+	}
+	if (keep_segments(a) != 0) {
+		audit_close(a);
+		return stats_fail(err, errlen, ENOMEM, "setenv: %s", strerror(errno));
 	}
 	rc = faults_probe(ferr, sizeof(ferr));
 	fo.ring_pages = ring_pages();
@@ -739,6 +794,16 @@ int audit_attach(pid_t pid, const struct audit_opts *o, audit_t **ret, char *err
 	return 0;
 }
 
+static void touches_clear(struct audit *a)
+{
+	free(a->pages.e);
+	free(a->huge.e);
+	memset(&a->pages, 0, sizeof(a->pages));
+	memset(&a->huge, 0, sizeof(a->huge));
+	for (size_t i = 0; i < a->nthreads; i++)
+		a->threads[i].t.fault_nodes = 0;
+}
+
 static bool stop_signal(int sig)
 {
 	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
@@ -757,6 +822,17 @@ static void child_event(struct audit *a, int status)
 		return;
 	if (status >> 16 == PTRACE_EVENT_EXIT) {
 		refresh(a, true);
+		ptrace(PTRACE_CONT, a->pid, NULL, NULL);
+	} else if (status >> 16 == PTRACE_EVENT_EXEC) {
+		/* A new image (sh -c 'exec cmd'): the old one's samples are
+		 * drained against its region, then every sample is kept until
+		 * the new image's segment names its region. */
+		drain(a);
+		seg_reset(a);
+		touches_clear(a); /* the old address space is gone */
+		/* only a segment made after the exec is the new image's */
+		if (a->seg_nonce < stats_realtime_ns())
+			a->seg_nonce = stats_realtime_ns();
 		ptrace(PTRACE_CONT, a->pid, NULL, NULL);
 	} else if (status >> 16 == PTRACE_EVENT_STOP && stop_signal(WSTOPSIG(status))) {
 		/* a group-stop (SIGSTOP, ^Z): it stays stopped until SIGCONT */
@@ -844,6 +920,7 @@ void audit_close(audit_t *a)
 		return;
 	if (a->faults != NULL)
 		faults_close(a->faults);
+	unlink_segments(a);
 	if (a->seg_fd >= 0)
 		close(a->seg_fd);
 	for (size_t i = 0; i < a->nblocks; i++)

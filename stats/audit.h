@@ -86,8 +86,9 @@ enum audit_tier_id {
 struct audit_tier {
 	bool on;
 	int error; /* the -errno that turned it off, 0 when on */
-	char reason
-	        [AUDIT_REASON_LEN]; /* why it is off ("perf_event_paranoid is 3 ..."), "" when on */
+	/* why it is off ("perf_event_paranoid is 3 ..."), or a limit while on
+	 * (attach mode: first touches before it are unknown), else "" */
+	char reason[AUDIT_REASON_LEN];
 };
 
 /* One symbolized frame of a call site; fields empty/0 when unknown. */
@@ -246,7 +247,8 @@ int audit_attach(pid_t pid, const struct audit_opts *o, audit_t **ret, char *err
  */
 int audit_poll(audit_t *a, int timeout_ms);
 
-/* Launch mode: note the child's wait status once reaped. */
+/* Launch mode: audit_poll() reaps the child itself and keeps its wait
+ * status; a caller that reaped it (another waitpid loop) says so here. */
 void audit_set_exit(audit_t *a, int status);
 
 /*

@@ -14,7 +14,9 @@
 #  - attach mode on an untouched buffer: nothing becomes present, RSS and
 #    placement are the same before and after;
 #  - a block written on node 0 and freed by a thread on node 1: "Block
-#    reused by a thread on another node", use by lease, with its bytes.
+#    reused by a thread on another node", use by lease, with its bytes;
+#  - a thread that first touched a block on node 0 and moved to node 1:
+#    "Thread moved node", with the bytes it left behind.
 export SCRATCH_RUNTIME_DIR=/tmp/run-root
 j() { $JQ -r "$1" "$2"; }
 pages() { kv "$1" "$(line "^$2 " "$3")"; }
@@ -135,3 +137,16 @@ check "audit remote free: the freer on node 1 reused a block whose pages are on 
   "reused_remote use by lease false $((16 << 20)) 0 1 $freer"
 check "audit remote free: the freer's remote bytes" \
   eq "$(j ".threads[] | select(.tid == $freer) | [.node, .remote_bytes] | join(\" \")" rf.json)" "1 $((16 << 20))"
+
+echo "case audit thread moved"
+timeout 120 $SS audit --json --preload $SHIM -- sh -c "exec $HAUDIT moved 16 >mv.host" >mv.json 2>mv.err
+st=$?
+cat mv.host mv.err
+pid=$(j .pid mv.json)
+check "audit thread moved: exit 0, on CPU 1 at the end" eq "$st $(sed -n 's/.* moved cpu=//p' mv.host)" "0 1"
+check "audit thread moved: the finding, with the bytes left on node 0" \
+  eq "$(j '[.findings[] | select(.kind == "thread_moved") | .evidence, .owner, .node, .bytes] | join(" ")' mv.json)" \
+  "first touch sampled $pid 1 $((16 << 20))"
+check "audit thread moved: now on node 1, its own block remote" \
+  eq "$(j ".threads[] | select(.tid == $pid) | [.node, (.fault_nodes | join(\",\")), .remote_bytes] | join(\" \")" mv.json)" \
+  "1 0 $((16 << 20))"

@@ -6,12 +6,17 @@
  *   host_audit remote MIB   the main thread, pinned to CPU 0, mallocs MIB
  *                           MiB and writes every page; a thread pinned to
  *                           CPU 1 frees it (a remote free under the shim)
+ *   host_audit moved MIB    the main thread, pinned to CPU 0, mallocs MIB
+ *                           MiB and writes every page, then pins itself to
+ *                           CPU 1 and exits (status 0) holding the block
  *
- * Then it prints
+ * remote then prints
  *   block addr=0xA freer=TID
  *   ready
  * and waits, both threads alive, for SIGTERM (status 0), at most 120 s
- * (exit 3), so a test that dies never leaves it running. A plain
+ * (exit 3), so a test that dies never leaves it running; moved prints
+ *   block addr=0xA moved cpu=1
+ * A plain
  * malloc/free program: the shim, when preloaded, serves the block.
  */
 #define _GNU_SOURCE
@@ -82,8 +87,9 @@ int main(int argc, char **argv)
 	pthread_t t;
 	size_t size;
 
-	if (argc != 3 || strcmp(argv[1], "remote") != 0 || atoi(argv[2]) <= 0) {
-		fprintf(stderr, "usage: host_audit remote MIB\n");
+	if (argc != 3 || (strcmp(argv[1], "remote") != 0 && strcmp(argv[1], "moved") != 0) ||
+	    atoi(argv[2]) <= 0) {
+		fprintf(stderr, "usage: host_audit remote|moved MIB\n");
 		return 2;
 	}
 	size = (size_t)atoi(argv[2]) << 20;
@@ -94,6 +100,11 @@ int main(int argc, char **argv)
 		return 1;
 	for (size_t i = 0; i < size; i += 4096)
 		block[i] = 1;
+	if (strcmp(argv[1], "moved") == 0) {
+		pin(1);
+		printf("block addr=%p moved cpu=%d\n", (void *)block, sched_getcpu());
+		return 0;
+	}
 	pthread_barrier_init(&freed, NULL, 2);
 	if (pthread_create(&t, NULL, freer, NULL) != 0)
 		return 1;
