@@ -40,6 +40,7 @@ static const struct conf_key keys[] = {
         KEY(cache_count, CONF_COUNT, 0, 1024, false),
         KEY(cache_bytes, CONF_SIZE, 0, 16 * TIB, false),
         KEY(depot_bytes, CONF_SIZE, 0, 16 * TIB, false),
+        KEY(per_node, CONF_BOOL, 0, 1, false),
         KEY(max_fit, CONF_COUNT, 1, 4096, false),
         KEY(decay_ms, CONF_COUNT, 0, UINT64_C(1) << 31, false),
         KEY(decay_thread, CONF_BOOL, 0, 1, false),
@@ -73,6 +74,8 @@ void scratch__conf_defaults(struct scratch__conf *conf)
 	        .cache_count = 8,
 	        .cache_bytes = 512 * MIB,
 	        .depot_bytes = 1 * GIB,
+	        /* in force only where there are two nodes or more */
+	        .per_node = true,
 	        /* jemalloc's opt_lg_extent_max_active_fit is 6: 64x */
 	        .max_fit = 64,
 	        /* jemalloc's dirty_decay_ms default */

@@ -46,6 +46,7 @@ struct scratch__conf {
 	uint64_t max_threads;  /* thread slots (threads beyond share a slow path) */
 	bool keep_segment;     /* keep the segment file after exit */
 	bool inherit;          /* children keep LD_PRELOAD of the shim */
+	bool per_node;         /* depot lists per NUMA node; caches follow their thread's node */
 	bool verbose;          /* print conditions of the environment too */
 };
 
@@ -148,6 +149,21 @@ SCRATCH_HIDDEN void scratch__os_futex_wake(uint32_t *addr, int count);
 /* CPU and NUMA node the thread runs on now (getcpu); -1 when unknown. */
 SCRATCH_HIDDEN void scratch__os_getcpu(int *ret_cpu, int *ret_node);
 SCRATCH_HIDDEN pid_t scratch__os_gettid(void);
+/* The NUMA nodes this thread may allocate on (get_mempolicy(2),
+ * MPOL_F_MEMS_ALLOWED: the cpuset's, no file read): how many, and the
+ * highest id plus one. 1 and 1 when the kernel will not say (no NUMA, a
+ * seccomp filter). */
+SCRATCH_HIDDEN void scratch__os_nodes(unsigned *ret_count, unsigned *ret_span);
+/* The node of each of n pages of this process into ret_status (a node,
+ * or -ENOENT / -EFAULT: not present), from move_pages(2) with nodes NULL,
+ * which reports and never faults a page in. False when the call fails. */
+SCRATCH_HIDDEN bool scratch__os_page_nodes(void **pages, unsigned n, int *ret_status);
+/* The CPUs thread tid may run on (sched_getaffinity(2)) into ret_mask,
+ * words of 64 CPUs; false when the call fails. */
+SCRATCH_HIDDEN bool scratch__os_affinity(pid_t tid, uint64_t *ret_mask, size_t words);
+/* The CPUs of NUMA node node into ret_mask (sysfs's cpulist: an open, a
+ * read and a close); false when it cannot be read or does not fit. */
+SCRATCH_HIDDEN bool scratch__os_node_cpus(unsigned node, uint64_t *ret_mask, size_t words);
 /* Has thread tid of this process ended (tgkill says ESRCH)? Keeps errno. */
 SCRATCH_HIDDEN bool scratch__os_thread_gone(pid_t tid);
 SCRATCH_HIDDEN unsigned scratch__os_ncpu(void);

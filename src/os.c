@@ -10,7 +10,10 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
+#include <linux/mempolicy.h>
 #include <sched.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -149,6 +152,104 @@ void scratch__os_getcpu(int *ret_cpu, int *ret_node)
 		*ret_node = -1;
 	}
 	errno = saved;
+}
+
+void scratch__os_nodes(unsigned *ret_count, unsigned *ret_span)
+{
+	/* 1024 bits: Debian's MAX_NUMNODES; the kernel wants at least its
+	 * nr_node_ids, and clears what it does not use */
+	unsigned long mask[1024 / (8 * sizeof(unsigned long))];
+	unsigned count = 0, span = 0;
+	int saved = errno;
+
+	if (syscall(SYS_get_mempolicy, NULL, mask, 8 * sizeof(mask), NULL, MPOL_F_MEMS_ALLOWED) !=
+	    0) {
+		*ret_count = 1;
+		*ret_span = 1;
+		errno = saved;
+		return;
+	}
+	for (unsigned i = 0; i < 8 * sizeof(mask); i++)
+		if ((mask[i / (8 * sizeof(long))] >> (i % (8 * sizeof(long)))) & 1) {
+			count++;
+			span = i + 1;
+		}
+	*ret_count = count > 0 ? count : 1;
+	*ret_span = span > 0 ? span : 1;
+	errno = saved;
+}
+
+bool scratch__os_page_nodes(void **pages, unsigned n, int *ret_status)
+{
+	int saved = errno;
+	/* nodes NULL: move_pages(2) only reports, it never moves or faults */
+	long rc = syscall(SYS_move_pages, 0, (unsigned long)n, pages, NULL, ret_status, 0);
+
+	errno = saved;
+	return rc == 0;
+}
+
+bool scratch__os_affinity(pid_t tid, uint64_t *ret_mask, size_t words)
+{
+	int saved = errno;
+	long rc;
+
+	memset(ret_mask, 0, words * sizeof(uint64_t));
+	/* the raw call: glibc's wrapper takes a cpu_set_t of its own size */
+	rc = syscall(SYS_sched_getaffinity, tid, words * sizeof(uint64_t), ret_mask);
+	errno = saved;
+	return rc > 0;
+}
+
+/* Parse a sysfs CPU list ("0-3,8,10-11\n") into mask (words of 64 CPUs).
+ * False on a CPU beyond the mask or text that is not a list. */
+static bool parse_cpulist(const char *s, uint64_t *mask, size_t words)
+{
+	unsigned long lo, hi;
+	char *end;
+
+	while (*s != '\0' && *s != '\n') {
+		lo = hi = strtoul(s, &end, 10);
+		if (end == s)
+			return false;
+		if (*end == '-') {
+			s = end + 1;
+			hi = strtoul(s, &end, 10);
+			if (end == s || hi < lo)
+				return false;
+		}
+		if (hi >= words * 64)
+			return false;
+		for (unsigned long c = lo; c <= hi; c++)
+			mask[c / 64] |= UINT64_C(1) << (c % 64);
+		s = *end == ',' ? end + 1 : end;
+	}
+	return true;
+}
+
+bool scratch__os_node_cpus(unsigned node, uint64_t *ret_mask, size_t words)
+{
+	char path[64], buf[1024];
+	size_t pos = 0;
+	ssize_t n;
+	int fd, saved = errno;
+	bool ok;
+
+	memset(ret_mask, 0, words * sizeof(uint64_t));
+	scratch__fmt_str(path, sizeof(path), &pos, "/sys/devices/system/node/node");
+	scratch__fmt_u64(path, sizeof(path), &pos, node);
+	scratch__fmt_str(path, sizeof(path), &pos, "/cpulist");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	ok = n > 0;
+	if (ok) {
+		buf[n] = '\0';
+		ok = parse_cpulist(buf, ret_mask, words);
+	}
+	errno = saved;
+	return ok;
 }
 
 pid_t scratch__os_gettid(void)

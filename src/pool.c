@@ -30,6 +30,7 @@
  *   CACHED  - in its owner thread's LIFO bin (private, no lock);
  *   REMOTE  - on its owner's lock-free remote-free list (freed elsewhere);
  *   DEPOT   - in the process-wide depot (under the pool lock), no owner;
+ *             with per_node, on the list of the node its pages sit on;
  *   EMPTY   - pages returned to the OS, address kept for reuse by its class
  *             (in its class's empty list, or on a decay pass's private list
  *             while the pass returns its pages).
@@ -49,6 +50,20 @@
  * served by a 64 MiB block leases 64 MiB. Orphans are blocks lent to
  * threads without a cache (exited, or beyond max_threads); exited threads'
  * counters are folded into proc->exited.
+ *
+ * Nodes (per_node, in force where the cpuset spans two NUMA nodes or
+ * more): the depot keeps a list per node and class, and files a block
+ * under the node most of its pages sit on (a vote of a few pages, read
+ * with move_pages(2), which never faults one in); a thread takes only
+ * its own node's blocks (getcpu through the vDSO) or new ones, whose
+ * pages it faults where it runs. A thread's cache checks its node on
+ * each slow-path acquire; once its thread has moved, its idle blocks go
+ * to the depot (to the node they sit on) and it refills where it is now.
+ * The fast paths read no node, so a thread whose every request hits its
+ * own bin would not notice; the decay thread's passes look for those
+ * (tc_evict_moved): a thread whose affinity no longer holds a CPU of its
+ * cache's node loses its idle blocks to the depot, and its next request
+ * misses. With one node there is one list and none of this runs.
  *
  * Decay: an idle block's pages go back to the OS once it has been idle for
  * decay_ms (10 s by default, jemalloc's dirty_decay_ms); its address and
@@ -98,6 +113,10 @@
 #define DECAY_MARKS   8
 #define GROWTH_WINDOW 8 /* classes: a miss this close above the last is a growth (4x) */
 
+#define DEPOT_NODES 64 /* per_node: node ids below this get depot lists of their own */
+#define NODE_VOTES  8  /* pages of a block read for its node */
+#define CPU_WORDS   16 /* per_node: the decay thread knows the nodes of CPUs below 1024 */
+
 enum blk_state { BLK_NONE, BLK_LEASED, BLK_CACHED, BLK_REMOTE, BLK_DEPOT, BLK_EMPTY };
 enum tc_state { TC_FREE, TC_LIVE, TC_ZOMBIE, TC_FORKED };
 enum g_state { ST_NONE, ST_READY, ST_OFF };
@@ -144,6 +163,8 @@ struct tcache {
 	uint32_t in_remote; /* its thread is inside remote_free (see fork_gate) */
 	uint32_t busy;      /* its thread is in a slow path that touches the bins (see gate) */
 	uint32_t last_miss, prev_miss; /* classes of its last two growths, 0: none */
+	/* per_node: its thread's node + 1 at its last slow path; 0: none yet */
+	uint32_t node1;
 	uint32_t slow_calls;
 	uint32_t nmarks;                      /* marks taken; the decay pass's alone */
 	struct decay_mark marks[DECAY_MARKS]; /* the newest DECAY_MARKS of them */
@@ -191,7 +212,8 @@ static struct {
 	uintptr_t small_cur, small_end, large_cur, large_end;
 	uint32_t nblk, maxblk;
 	uint64_t live_blocks; /* blocks not EMPTY: the decay thread parks at 0 */
-	uint32_t depot_head[NBINS];
+	unsigned nodes;       /* depot lists per class: the node span with per_node, else 1 */
+	uint32_t depot_head[DEPOT_NODES][NBINS];
 	uint32_t empty_head[NBINS];
 	struct tcache *tcs;
 	uint32_t ntcs, tcs_used; /* capacity, high-water mark */
@@ -466,6 +488,24 @@ static bool tables_setup(uint64_t size)
 	return g.starttab != NULL && g.blk != NULL && g.tcs != NULL;
 }
 
+/* per_node: a depot list per node where the cpuset spans two nodes or
+ * more with ids below DEPOT_NODES; else one list, and the key reads false
+ * (the configuration in force). */
+static void nodes_setup(void)
+{
+	unsigned count, span;
+
+	g.nodes = 1;
+	if (!g.conf.per_node)
+		return;
+	scratch__os_nodes(&count, &span);
+	if (count > 1 && span <= DEPOT_NODES)
+		g.nodes = span;
+	else if (count > 1)
+		scratch__env_warn(&g.conf, "NUMA node ids reach 64: one depot for every node");
+	g.conf.per_node = g.nodes > 1;
+}
+
 /*
  * Parse the configuration and set the pools up; false leaves them off.
  * A bad SCRATCH_CONF entry is the user's doing and always printed; what
@@ -499,6 +539,7 @@ static bool setup(void)
 	g.cache_limit = (uint32_t)g.conf.cache_count;
 	g.cache_bytes = g.conf.cache_bytes;
 	g.max_fit = g.conf.max_fit;
+	nodes_setup();
 	g.proc = &g.proc_own;
 	g.pcls = &g.pcls_own;
 	if (g.conf.stats && scratch__segment_open(&g.conf, SCRATCH_SEG_POOLS_ON, lowered) == 0 &&
@@ -658,8 +699,51 @@ static uint32_t carve(unsigned bin)
 
 static void block_empty(uint32_t id);
 
-/* Put an idle block into the depot, or when the depot is full return its
- * pages to the OS and keep only the address. Drops g.lock around madvise. */
+/* The depot list of the calling thread's node: its node with per_node,
+ * else 0. getcpu goes through the vDSO: no system call. */
+static unsigned here_node(void)
+{
+	int cpu, node;
+
+	if (g.nodes <= 1)
+		return 0;
+	scratch__os_getcpu(&cpu, &node);
+	return node >= 0 && (unsigned)node < g.nodes ? (unsigned)node : 0;
+}
+
+/*
+ * The depot list for idle block id: with per_node, the node most of its
+ * pages sit on, by a vote of NODE_VOTES pages spread over the block (one
+ * move_pages(2), which reports and faults nothing in; ties go to the
+ * earliest page). Pages not present do not vote; a block with none, or a
+ * kernel that will not say, goes to the caller's node.
+ */
+static unsigned block_node(uint32_t id)
+{
+	uint64_t pages = g.cls_size[g.blk[id].cls] >> PAGE_SHIFT;
+	unsigned char votes[DEPOT_NODES] = {0};
+	void *at[NODE_VOTES];
+	int st[NODE_VOTES], best = -1;
+
+	if (g.nodes <= 1)
+		return 0;
+	for (unsigned i = 0; i < NODE_VOTES; i++)
+		at[i] = (void *)(blk_addr(&g.blk[id]) + ((pages * i / NODE_VOTES) << PAGE_SHIFT));
+	if (!scratch__os_page_nodes(at, NODE_VOTES, st))
+		return here_node();
+	for (unsigned i = 0; i < NODE_VOTES; i++)
+		if (st[i] >= 0 && (unsigned)st[i] < g.nodes)
+			votes[st[i]]++;
+	for (unsigned i = 0; i < NODE_VOTES; i++)
+		if (st[i] >= 0 && (unsigned)st[i] < g.nodes &&
+		    (best < 0 || votes[st[i]] > votes[best]))
+			best = st[i];
+	return best >= 0 ? (unsigned)best : here_node();
+}
+
+/* Put an idle block into the depot (its node's list), or when the depot
+ * is full return its pages to the OS and keep only the address. Drops
+ * g.lock around madvise. */
 static void depot_put(uint32_t id)
 {
 	struct blk *d = &g.blk[id];
@@ -668,11 +752,13 @@ static void depot_put(uint32_t id)
 
 	d->owner = 0;
 	if (g.proc->depot_bytes + cap <= g.conf.depot_bytes) {
+		uint32_t *head = &g.depot_head[block_node(id)][bin];
+
 		d->state = BLK_DEPOT;
 		scratch__segment_block_state(id, SCRATCH_SEG_BLK_DEPOT);
 		d->stamp = scratch__os_monotonic_ms(); /* the decay clock of the depot */
-		d->next = g.depot_head[bin];
-		g.depot_head[bin] = id;
+		d->next = *head;
+		*head = id;
 		proc_begin();
 		SCRATCH__ADD(&g.proc->depot_bytes, cap);
 		SCRATCH__ADD(&g.proc->depot_blocks, 1);
@@ -722,22 +808,22 @@ static unsigned fit_top(uint64_t size)
 	return g.cls_size[b] > lim ? b - 1 : b;
 }
 
-static uint32_t depot_take(unsigned bin);
+static uint32_t depot_take(unsigned node, unsigned bin);
 
-/* A depot block for a request of size (class bin): its own class, else the
- * most recently put one of a larger class within the fit bound. Sets
- * *ret_bin to the block's class. Under g.lock. */
-static uint32_t depot_take_fit(uint64_t size, unsigned bin, unsigned *ret_bin)
+/* A depot block of node's list for a request of size (class bin): its own
+ * class, else the most recently put one of a larger class within the fit
+ * bound. Sets *ret_bin to the block's class. Under g.lock. */
+static uint32_t depot_take_fit(uint64_t size, unsigned bin, unsigned node, unsigned *ret_bin)
 {
 	unsigned top, best = 0;
 	uint64_t stamp = 0;
 
 	*ret_bin = bin;
-	if (g.depot_head[bin] != 0)
-		return depot_take(bin);
+	if (g.depot_head[node][bin] != 0)
+		return depot_take(node, bin);
 	top = fit_top(size);
 	for (unsigned b = bin + 1; b <= top; b++) {
-		uint32_t id = g.depot_head[b];
+		uint32_t id = g.depot_head[node][b];
 
 		if (id != 0 && (best == 0 || g.blk[id].stamp > stamp)) {
 			best = b;
@@ -747,16 +833,16 @@ static uint32_t depot_take_fit(uint64_t size, unsigned bin, unsigned *ret_bin)
 	if (best == 0)
 		return 0;
 	*ret_bin = best;
-	return depot_take(best);
+	return depot_take(node, best);
 }
 
-static uint32_t depot_take(unsigned bin)
+static uint32_t depot_take(unsigned node, unsigned bin)
 {
-	uint32_t id = g.depot_head[bin];
+	uint32_t id = g.depot_head[node][bin];
 
 	if (id == 0)
 		return 0;
-	g.depot_head[bin] = g.blk[id].next;
+	g.depot_head[node][bin] = g.blk[id].next;
 	proc_begin();
 	SCRATCH__SUB(&g.proc->depot_bytes, g.cls_size[bin]);
 	SCRATCH__SUB(&g.proc->depot_blocks, 1);
@@ -769,10 +855,11 @@ static uint64_t depot_trim(void)
 {
 	uint64_t total = 0;
 
-	for (unsigned bin = g.cls_base; bin < g.cls_base + g.nbins; bin++) {
+	for (unsigned i = 0; i < g.nodes * g.nbins; i++) {
+		unsigned bin = g.cls_base + i % g.nbins;
 		uint32_t id;
 
-		while ((id = depot_take(bin)) != 0) {
+		while ((id = depot_take(i / g.nbins, bin)) != 0) {
 			struct blk *d = &g.blk[id];
 
 			scratch__os_decommit((void *)blk_addr(d), g.cls_size[bin]);
@@ -1245,10 +1332,13 @@ static void depot_cut(uint64_t now, uint32_t *list)
 {
 	uint64_t bytes = 0, blocks = 0;
 
-	for (unsigned bin = g.cls_base; bin < g.cls_base + g.nbins; bin++) {
-		uint32_t *link = &g.depot_head[bin], id, next;
+	for (unsigned i = 0; i < g.nodes * g.nbins; i++) {
+		unsigned bin = g.cls_base + i % g.nbins;
+		uint32_t *link = &g.depot_head[i / g.nbins][bin], id, next;
 
-		while (*link != 0 && now - g.blk[*link].stamp < g.conf.decay_ms)
+		/* stamp + decay_ms, not now - stamp: a block put after the
+		 * pass read its clock is newer than now */
+		while (*link != 0 && g.blk[*link].stamp + g.conf.decay_ms > now)
 			link = &g.blk[*link].next;
 		id = *link;
 		*link = 0;
@@ -1303,6 +1393,8 @@ static struct {
 	bool parked;          /* under g.lock */
 	int barrier;          /* membarrier registered: 0 unknown, 1 yes, -1 no */
 	uint64_t next_ms;     /* inline passes: not before */
+	bool cpus_known;      /* per_node: node_cpus read, by the decay thread alone */
+	uint64_t node_cpus[DEPOT_NODES][CPU_WORDS];
 } dk = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 enum { DK_NONE, DK_RUNNING, DK_INLINE };
@@ -1348,6 +1440,77 @@ static bool caches_worth_a_pass(uint64_t now)
 	return false;
 }
 
+/* per_node: the CPUs of each node, for the passes' look for moved
+ * threads; read once, by the decay thread (never in a call of the host's).
+ * A node that cannot be read keeps no CPU: its threads are never moved. */
+static void node_cpus_load(void)
+{
+	for (unsigned n = 0; n < g.nodes; n++)
+		if (scratch__os_node_cpus(n, dk.node_cpus[n], CPU_WORDS))
+			dk.cpus_known = true;
+}
+
+/* per_node: may tc's thread no longer run on the node its cache was on at
+ * its last slow path (its affinity holds none of that node's CPUs, as
+ * after a sched_setaffinity to another node), while the cache holds idle
+ * blocks? A racy look unless tc's thread is outside its bins. */
+static bool tc_moved(struct tcache *tc)
+{
+	uint32_t node1 = __atomic_load_n(&tc->node1, __ATOMIC_RELAXED);
+	uint64_t mask[CPU_WORDS], any = 0;
+
+	if (!dk.cpus_known || node1 == 0 ||
+	    __atomic_load_n(&tc->cached_bytes, __ATOMIC_RELAXED) == 0 ||
+	    !scratch__os_affinity(tc->tid, mask, CPU_WORDS))
+		return false;
+	for (unsigned w = 0; w < CPU_WORDS; w++) {
+		if (mask[w] & dk.node_cpus[node1 - 1][w])
+			return false;
+		any |= dk.node_cpus[node1 - 1][w];
+	}
+	return any != 0;
+}
+
+/* Does a live cache belong to a thread that moved off its node? A racy
+ * look, as caches_worth_a_pass(). Under g.lock. */
+static bool caches_moved(void)
+{
+	for (uint32_t i = 0; i < g.tcs_used && dk.cpus_known; i++)
+		if (g.tcs[i].state == TC_LIVE && !g.tcs[i].reclaiming && tc_moved(&g.tcs[i]))
+			return true;
+	return false;
+}
+
+static uint32_t bin_pop(struct tcache *tc, unsigned b);
+
+/*
+ * A pass in the cache of a thread that moved off its node (tc_moved): its
+ * idle blocks would serve that node's pages for as long as its requests
+ * hit. They go to the depot, each to the list of its pages' node (beyond
+ * the depot's room, onto the pass's list to decay), so its next request
+ * misses and its slow path refills where it runs. Credited as a pass
+ * credits (decayed_bytes). Under g.lock, which stays held.
+ */
+static void tc_evict_moved(struct tcache *tc, uint32_t *list)
+{
+	uint64_t out = 0;
+
+	if (!tc_moved(tc))
+		return;
+	for (unsigned bin = g.cls_base; bin < g.cls_base + g.nbins; bin++)
+		while (tc->bins[bin].head != 0) {
+			uint32_t id = bin_pop(tc, bin);
+
+			out += g.cls_size[bin];
+			if (g.proc->depot_bytes + g.cls_size[bin] <= g.conf.depot_bytes)
+				depot_put(id); /* room: no madvise, g.lock kept */
+			else
+				list_push(list, id);
+		}
+	if (out != 0)
+		__atomic_fetch_add(&tc->c->decayed_bytes, out, __ATOMIC_RELEASE);
+}
+
 /* Is tc's thread outside its bins? Read after the membarrier. */
 static bool tc_outside(struct tcache *tc)
 {
@@ -1359,7 +1522,7 @@ static bool tc_outside(struct tcache *tc)
  * outside its bins) is entered without the gate. */
 static void decay_caches(uint64_t now, struct tcache *self, uint32_t *list)
 {
-	bool enter = decay_may_enter() && caches_worth_a_pass(now);
+	bool enter = decay_may_enter() && (caches_worth_a_pass(now) || caches_moved());
 
 	if (enter) {
 		gate_raise();
@@ -1371,8 +1534,11 @@ static void decay_caches(uint64_t now, struct tcache *self, uint32_t *list)
 
 		if (tc->state != TC_LIVE || tc->reclaiming)
 			continue;
-		if (tc == self || (enter && tc_outside(tc)))
+		if (tc == self || (enter && tc_outside(tc))) {
 			tc_decay(tc, now, list);
+			if (tc != self)
+				tc_evict_moved(tc, list);
+		}
 		mark_take(tc, now);
 	}
 	if (__atomic_load_n(&g.gate, __ATOMIC_RELAXED))
@@ -1414,6 +1580,8 @@ static void *decay_main(void *arg)
 {
 	(void)arg;
 	prctl(PR_SET_NAME, "scratch-decay", 0, 0, 0);
+	if (g.nodes > 1)
+		node_cpus_load();
 	for (;;) {
 		uint64_t live;
 
@@ -1520,7 +1688,7 @@ static uint32_t orphan_acquire(uint64_t size, unsigned bin, bool *fresh)
 	bool hit;
 
 	pthread_mutex_lock(&g.lock);
-	id = depot_take_fit(size, bin, &got);
+	id = depot_take_fit(size, bin, here_node(), &got);
 	hit = id != 0;
 	if (id == 0)
 		id = carve(bin);
@@ -1655,7 +1823,7 @@ static uint32_t depot_or_carve(struct tcache *tc, uint64_t size, unsigned bin, b
 	pthread_mutex_lock(&g.lock);
 	if (__atomic_load_n(&g.zombie_dirty, __ATOMIC_RELAXED))
 		reap_zombies();
-	id = depot_take_fit(size, bin, &got);
+	id = depot_take_fit(size, bin, here_node(), &got);
 	if (id != 0) {
 		pthread_mutex_unlock(&g.lock);
 		count_retained(tc->c, (int64_t)g.cls_size[got]);
@@ -1697,6 +1865,24 @@ static uint32_t depot_or_carve(struct tcache *tc, uint64_t size, unsigned bin, b
 	return id;
 }
 
+/* per_node: tc's thread has moved to another node since its last slow
+ * path? Then its idle blocks, whose pages sit where it was, go to the
+ * depot (each to the list of its pages' node, for the threads there) and
+ * it refills where it runs now. tc is busy (tc_enter). */
+static void tc_follow_node(struct tcache *tc)
+{
+	uint32_t now = here_node() + 1;
+
+	if (tc->node1 == now)
+		return;
+	if (tc->node1 != 0 && tc->cached_bytes != 0) {
+		pthread_mutex_lock(&g.lock);
+		tc_flush_locked(tc);
+		pthread_mutex_unlock(&g.lock);
+	}
+	__atomic_store_n(&tc->node1, now, __ATOMIC_RELAXED); /* a pass reads it (tc_moved) */
+}
+
 /* tc's block for a request of size (class bin), in order: its own bin, its
  * larger bins (hot-first), the depot, a new block. tc is busy (tc_enter). */
 static uint32_t cache_acquire(struct tcache *tc, uint64_t size, unsigned bin, bool *ret_fresh)
@@ -1714,6 +1900,8 @@ static uint32_t cache_acquire(struct tcache *tc, uint64_t size, unsigned bin, bo
 		pthread_mutex_unlock(&g.lock);
 	}
 	tc_drain_remote(tc);
+	if (g.nodes > 1)
+		tc_follow_node(tc);
 	if (tc->bins[bin].head != 0)
 		return count_cache_hit(tc, bin_pop(tc, bin), bin, bin);
 	id = cache_take_larger(tc, size, bin);

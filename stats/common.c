@@ -189,3 +189,15 @@ int stats_fail(char *err, size_t errlen, int e, const char *fmt, ...)
 	}
 	return -e;
 }
+
+void stats_log(const char *prog, const char *fmt, ...)
+{
+	char line[4096];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	stats_mask_controls(line);
+	fprintf(stderr, "%s: %s\n", prog, line);
+}

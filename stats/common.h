@@ -11,8 +11,14 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define STATS_PROTOCOL    1
-#define STATS_SOCKET_NAME "scratchd.sock"
+/* The protocol version: /v1's "protocol" key, the X-Scratch-Protocol
+ * header of every answer, and what --version prints. A change that a
+ * client could notice (a key removed or changed in meaning) raises it. */
+#define STATS_PROTOCOL        1
+#define STATS_STR_(x)         #x
+#define STATS_STR(x)          STATS_STR_(x)
+#define STATS_PROTOCOL_HEADER "X-Scratch-Protocol"
+#define STATS_SOCKET_NAME     "scratchd.sock"
 
 /*
  * The run directory into buf: dir when not NULL, else $SCRATCH_RUNTIME_DIR,
@@ -47,5 +53,10 @@ char *stats_read_file(const char *path, size_t max, size_t *ret_len);
  * -e: the locality modules' one error path. */
 int stats_fail(char *err, size_t errlen, int e, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
+
+/* One line "PROG: message" on stderr, every control character of the
+ * message masked (stats_mask_controls): lines carry names from segments,
+ * the command line and the daemon's answers. Cut at 4 KiB. */
+void stats_log(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif /* SCRATCH_STATS_COMMON_H */

@@ -8,12 +8,22 @@ libscratch_segread_la_SOURCES = stats/segread.c stats/segread.h stats/common.c s
 	src/segment.h src/internal.h src/scratch.h
 libscratch_segread_la_CFLAGS = $(AM_CFLAGS)
 
-stats_scratchd_SOURCES = stats/scratchd.c stats/scratchd.h stats/serve.c stats/thread_history.c \
+# The daemon's process table (registry) and the documents it serves, from
+# one field table (docs, fields): a library, so that tests/check_fields.c
+# renders the same documents.
+noinst_LTLIBRARIES += libscratch_daemon.la
+libscratch_daemon_la_SOURCES = stats/registry.c stats/registry.h \
+	stats/docs.c stats/docs.h stats/fields.c stats/fields.h stats/thread_history.c \
 	stats/thread_history.h
-stats_scratchd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS)
-stats_scratchd_LDADD = libscratch_segread.la $(MHD_LIBS) $(JANSSON_LIBS) $(PTHREAD_LIBS)
+libscratch_daemon_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
-stats_scratchstat_SOURCES = stats/scratchstat.c stats/symbols.c stats/symbols.h \
+stats_scratchd_SOURCES = stats/scratchd.c stats/serve.c stats/serve.h
+stats_scratchd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS)
+stats_scratchd_LDADD = libscratch_daemon.la libscratch_segread.la $(MHD_LIBS) $(JANSSON_LIBS) \
+	$(PTHREAD_LIBS)
+
+stats_scratchstat_SOURCES = stats/scratchstat.c stats/client.c stats/client.h \
+	stats/views.c stats/views.h stats/symbols.c stats/symbols.h \
 	stats/audit.c stats/audit.h stats/audit_cli.c stats/audit_cli.h
 stats_scratchstat_SOURCES += stats/report_cli.c stats/report_cli.h
 stats_scratchstat_CPPFLAGS = $(AM_CPPFLAGS) -DSCRATCH_SBINDIR='"$(sbindir)"' \

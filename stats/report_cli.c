@@ -17,6 +17,7 @@
 
 #include "audit.h"
 #include "audit_cli.h"
+#include "client.h"
 #include "common.h"
 #include "report.h"
 #include "report_cli.h"
@@ -42,15 +43,15 @@ static void data_free(struct report_data *d)
 
 /* GET /v1/processes/PID<what> into *ret. A process that went away between
  * two requests is still "no such process". */
-static int get_part(pid_t pid, const char *what, json_t **ret, const struct report_io *io)
+static int get_part(pid_t pid, const char *what, json_t **ret)
 {
 	char path[128];
 	int rc;
 
 	snprintf(path, sizeof(path), "/v1/processes/%d%s", (int)pid, what);
-	rc = io->get_json(path, ret);
-	if (rc == REPORT_EX_NOPROC)
-		io->say("no such process: %d", (int)pid);
+	rc = client_get_json(path, ret);
+	if (rc == EX_NOPROC)
+		client_say("no such process: %d", (int)pid);
 	return rc;
 }
 
@@ -63,14 +64,14 @@ static void on_stop(int sig)
 }
 
 /*
- * An attach-mode audit of pid for o->seconds, as audit_collect() makes
+ * An attach-mode audit of pid for o->audit_for seconds, as audit_collect() makes
  * one, except that SIGINT or SIGTERM ends its window early (as perf
  * record's): the report is then made from what was gathered.
  */
-static int audit_window(pid_t pid, const struct report_opts *o, struct audit_result *ret, char *err,
+static int audit_window(pid_t pid, const struct view_req *o, struct audit_result *ret, char *err,
                         size_t errlen)
 {
-	struct audit_opts ao = {.run_dir = o->run_dir, .seconds = o->seconds};
+	struct audit_opts ao = {.run_dir = o->run_dir, .seconds = o->audit_for};
 	struct sigaction sa = {.sa_handler = on_stop}, old_int, old_term;
 	uint64_t end;
 	audit_t *a;
@@ -83,7 +84,7 @@ static int audit_window(pid_t pid, const struct report_opts *o, struct audit_res
 	rc = audit_attach(pid, &ao, &a, err, errlen);
 	if (rc == 0) {
 		end = stats_mono_ns() +
-		      (uint64_t)(o->seconds ? o->seconds : REPORT_AUDIT_SECONDS) * 1000000000u;
+		      (uint64_t)(o->audit_for ? o->audit_for : REPORT_AUDIT_SECONDS) * 1000000000u;
 		while (!stop_audit && stats_mono_ns() < end && audit_poll(a, 100) == 0)
 			;
 		rc = audit_result(a, ret, err, errlen);
@@ -99,14 +100,13 @@ static int audit_window(pid_t pid, const struct report_opts *o, struct audit_res
  * that cannot be made does not fail the report: it is said, on stderr and
  * in the page.
  */
-static void audit(pid_t pid, const struct report_opts *o, struct report_data *d,
-                  const struct report_io *io)
+static void audit(pid_t pid, const struct view_req *o, struct report_data *d)
 {
 	char err[512];
 	json_t *j;
 	int rc;
 
-	if (!o->audit) {
+	if (o->no_audit) {
 		snprintf(d->audit_none, sizeof(d->audit_none), "not asked for (--no-audit)");
 		return;
 	}
@@ -116,7 +116,7 @@ static void audit(pid_t pid, const struct report_opts *o, struct report_data *d,
 		         rc == -ESRCH ? "the process is not running (an audit attaches to a live "
 		                        "process)"
 		                      : err);
-		io->say("no audit in the report: %s", d->audit_none);
+		client_say("no audit in the report: %s", d->audit_none);
 		return;
 	}
 	d->audited = true;
@@ -129,34 +129,33 @@ static void audit(pid_t pid, const struct report_opts *o, struct report_data *d,
 /* Everything the page shows, the process first (it also starts scratchd
  * when needed, and tells an unknown pid before anything else runs). The
  * audit runs between the two, so scratchd's history covers its window. */
-static int fetch(pid_t pid, const struct report_opts *o, struct report_data *d,
-                 const struct report_io *io)
+static int fetch(pid_t pid, const struct view_req *o, struct report_data *d)
 {
-	int rc = get_part(pid, "", &d->proc, io);
+	int rc = get_part(pid, "", &d->proc);
 	const char *state;
 
-	if (rc != REPORT_EX_OK)
+	if (rc != EX_OK)
 		return rc;
 	state = json_string_value(json_object_get(d->proc, "state"));
-	if (o->audit && (state == NULL || strcmp(state, "live") != 0)) {
+	if (!o->no_audit && (state == NULL || strcmp(state, "live") != 0)) {
 		snprintf(d->audit_none, sizeof(d->audit_none),
 		         "the process had exited (an audit attaches to a live process)");
-		io->say("no audit in the report: %s", d->audit_none);
+		client_say("no audit in the report: %s", d->audit_none);
 	} else {
-		audit(pid, o, d, io);
+		audit(pid, o, d);
 	}
 	json_decref(d->proc);
 	d->proc = NULL;
-	rc = get_part(pid, "", &d->proc, io);
-	if (rc == REPORT_EX_OK)
-		rc = get_part(pid, "/history", &d->history, io);
-	if (rc == REPORT_EX_OK)
-		rc = get_part(pid, "/sizes", &d->sizes, io);
+	rc = get_part(pid, "", &d->proc);
+	if (rc == EX_OK)
+		rc = get_part(pid, "/history", &d->history);
+	if (rc == EX_OK)
+		rc = get_part(pid, "/sizes", &d->sizes);
 	/* every record scratchd keeps: its largest --trace-keep is below this */
-	if (rc == REPORT_EX_OK)
-		rc = get_part(pid, "/trace?since=1&limit=1000000", &d->trace, io);
-	if (rc == REPORT_EX_OK)
-		io->symbolize(pid, d->trace);
+	if (rc == EX_OK)
+		rc = get_part(pid, "/trace?since=1&limit=1000000", &d->trace);
+	if (rc == EX_OK)
+		view_symbolize_trace(pid, d->trace);
 	return rc;
 }
 
@@ -188,16 +187,16 @@ static mode_t file_mode(void)
  * its rename or removal, so an interrupted run leaves either the complete
  * page or nothing.
  */
-static int write_file(const char *out, const struct report_input *in, const struct report_io *io)
+static int write_file(const char *out, const struct report_input *in)
 {
 	char tmp[PATH_MAX];
 	sigset_t hold, old;
 	FILE *f = NULL;
-	int fd, rc = REPORT_EX_FAIL, e = 0;
+	int fd, rc = EX_FAIL, e = 0;
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.XXXXXX", out) >= sizeof(tmp)) {
-		io->say("cannot write %s: %s", out, strerror(ENAMETOOLONG));
-		return REPORT_EX_FAIL;
+		client_say("cannot write %s: %s", out, strerror(ENAMETOOLONG));
+		return EX_FAIL;
 	}
 	sigemptyset(&hold);
 	sigaddset(&hold, SIGINT);
@@ -207,7 +206,7 @@ static int write_file(const char *out, const struct report_input *in, const stru
 	sigprocmask(SIG_BLOCK, &hold, &old);
 	fd = mkstemp(tmp);
 	if (fd < 0) {
-		io->say("cannot write %s: %s", out, strerror(errno));
+		client_say("cannot write %s: %s", out, strerror(errno));
 		goto out_signals;
 	}
 	f = fdopen(fd, "w");
@@ -223,10 +222,10 @@ static int write_file(const char *out, const struct report_input *in, const stru
 	if (e == 0 && rename(tmp, out) != 0)
 		e = errno;
 	if (e != 0) {
-		io->say("cannot write %s: %s", out, strerror(e));
+		client_say("cannot write %s: %s", out, strerror(e));
 		unlink(tmp);
 	} else {
-		rc = REPORT_EX_OK;
+		rc = EX_OK;
 	}
 out_signals:
 	sigprocmask(SIG_SETMASK, &old, NULL);
@@ -235,38 +234,39 @@ out_signals:
 
 /* "-": the page on standard output, through a stream of its own (not
  * scratchstat's filtered stdout: the page escapes its own text). */
-static int write_stdout(const struct report_input *in, const struct report_io *io)
+static int write_stdout(const struct report_input *in)
 {
 	int fd = dup(STDOUT_FILENO);
 	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	int e = 0;
 
 	if (f == NULL) {
-		io->say("cannot write the output: %s", strerror(errno));
+		client_say("cannot write the output: %s", strerror(errno));
 		if (fd >= 0)
 			close(fd);
-		return REPORT_EX_FAIL;
+		return EX_FAIL;
 	}
 	errno = 0;
 	e = written(report_write(f, in));
 	if (fclose(f) != 0 && e == 0)
 		e = errno;
 	if (e != 0) {
-		io->say("cannot write the output: %s", strerror(e));
-		return REPORT_EX_FAIL;
+		client_say("cannot write the output: %s", strerror(e));
+		return EX_FAIL;
 	}
-	return REPORT_EX_OK;
+	return EX_OK;
 }
 
-int report_run(pid_t pid, const struct report_opts *o, const struct report_io *io)
+int view_report(const struct view_req *o)
 {
 	struct report_data d = {0};
 	struct report_input in;
-	const char *out = o->out;
+	const char *out = o->output;
+	pid_t pid = o->pid;
 	char name[64];
-	int rc = fetch(pid, o, &d, io);
+	int rc = fetch(pid, o, &d);
 
-	if (rc != REPORT_EX_OK)
+	if (rc != EX_OK)
 		goto out;
 	in = (struct report_input){
 	        .proc = d.proc,
@@ -283,11 +283,11 @@ int report_run(pid_t pid, const struct report_opts *o, const struct report_io *i
 		out = name;
 	}
 	if (strcmp(out, "-") == 0) {
-		rc = write_stdout(&in, io);
+		rc = write_stdout(&in);
 	} else {
-		rc = write_file(out, &in, io);
-		if (rc == REPORT_EX_OK && out == name)
-			io->say("wrote %s", name);
+		rc = write_file(out, &in);
+		if (rc == EX_OK && out == name)
+			client_say("wrote %s", name);
 	}
 out:
 	data_free(&d);

@@ -343,6 +343,32 @@ START_TEST(test_env_warn_verbose)
 }
 END_TEST
 
+/* per_node: on by default (the pools put it in force only on two nodes
+ * or more), a boolean like the others, kept through the format. */
+START_TEST(test_per_node)
+{
+	struct scratch__conf c;
+	struct warnings w;
+	uint64_t v;
+	char buf[512];
+
+	ck_assert_int_eq(parse("", &c, &w), 0);
+	ck_assert(c.per_node);
+	ck_assert_int_eq(parse("per_node:false", &c, &w), 0);
+	ck_assert(!c.per_node);
+	ck_assert_int_eq(scratch__conf_lookup(&c, "per_node", &v), 0);
+	ck_assert_uint_eq(v, 0);
+	scratch__conf_format(&c, buf, sizeof(buf));
+	ck_assert_ptr_nonnull(strstr(buf, ",per_node:false,"));
+	ck_assert_int_eq(parse("per_node:off,per_node:on", &c, &w), 0);
+	ck_assert(c.per_node);
+	ck_assert_int_eq(parse("per_node:0,per_node:numa", &c, &w), 1);
+	ck_assert(!c.per_node);
+	ck_assert_str_eq(
+	        w.last, "invalid value for per_node: 'numa' (expected true or false), using false");
+}
+END_TEST
+
 Suite *conf_suite(void)
 {
 	Suite *s = suite_create("conf");
@@ -354,6 +380,7 @@ Suite *conf_suite(void)
 	tcase_add_test(tc, test_sizes);
 	tcase_add_test(tc, test_lookup_and_format);
 	tcase_add_test(tc, test_env_warn_verbose);
+	tcase_add_test(tc, test_per_node);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("misuse");
 	tcase_add_test(tc, test_bad_values_keep_defaults);

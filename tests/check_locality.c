@@ -28,14 +28,7 @@
 #include "suites.h"
 
 /* ThreadSanitizer's runtime runs a thread of its own in every process,
- * which the thread counts below would see. */
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
+ * which the thread counts below would see (UNDER_TSAN: suites.h). */
 
 #define PAGE 4096UL
 

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,15 +167,8 @@ START_TEST(test_orphan_threads)
 END_TEST
 
 /* ThreadSanitizer finishes a thread in glibc's last destructor round, where
- * the next case still runs code: not something it supports. */
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
-
+ * the next case still runs code: not something it supports (UNDER_TSAN:
+ * suites.h). */
 #ifndef UNDER_TSAN
 /* A thread whose first pool call comes late in its exit: from a key
  * destructor that glibc calls in its second round (the first round only
@@ -1556,6 +1550,112 @@ START_TEST(test_growth_one_block_per_doubling)
 }
 END_TEST
 
+/* NUMA nodes online in sysfs ("0", "0-1", "0,2-3"), a source apart from
+ * the pools' own get_mempolicy(2); 0 when it cannot be read. */
+static int nodes_online(void)
+{
+	char buf[256];
+	int n = 0, lo = -1, cur = -1;
+	FILE *f = fopen("/sys/devices/system/node/online", "r");
+
+	if (f == NULL)
+		return 0;
+	if (fgets(buf, sizeof(buf), f) == NULL)
+		buf[0] = '\0';
+	fclose(f);
+	for (char *c = buf;; c++) {
+		if (*c >= '0' && *c <= '9') {
+			cur = (cur < 0 ? 0 : cur * 10) + (*c - '0');
+		} else if (*c == '-') {
+			lo = cur;
+			cur = -1;
+		} else {
+			if (cur >= 0)
+				n += lo >= 0 ? cur - lo + 1 : 1;
+			lo = cur = -1;
+			if (*c == '\0' || *c == '\n')
+				return n;
+		}
+	}
+}
+
+/* Pin the calling thread to the CPU it runs on: every thread of the test
+ * on one node, whatever the machine. */
+static void pin_here(void)
+{
+	static int cpu = -1;
+	cpu_set_t set;
+
+	if (cpu < 0)
+		cpu = sched_getcpu();
+	ck_assert_int_ge(cpu, 0);
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(set), &set), 0);
+}
+
+static void *release_to_depot(void *arg)
+{
+	void *p;
+
+	pin_here();
+	p = scratch_acquire(*(size_t *)arg);
+	memset(p, 0x3c, *(size_t *)arg);
+	expect_pool(8 * MIB, 8 * MIB);
+	scratch_release(p);
+	scratch_thread_flush(); /* into the depot, as its exit would */
+	return p;
+}
+
+/*
+ * The depot between two threads on one node, with conf: per_node is in
+ * force only where there are two nodes (it reads so), and a block
+ * released on a node serves the next thread there, a depot hit, either
+ * way; retained and leased exact after every step.
+ */
+static void depot_same_node(const char *conf, bool per_node)
+{
+	size_t size = 8 * MIB;
+	int nodes = nodes_online();
+	struct scratch_stats s;
+	uint64_t v;
+	void *p, *q;
+
+	conf_add(conf);
+	ck_assert_int_eq(scratch_conf_get("per_node", &v), 0);
+	if (nodes > 0)
+		ck_assert_uint_eq(v, per_node && nodes > 1);
+	pin_here();
+	p = run_thread(release_to_depot, &size);
+	s = total_stats();
+	ck_assert_uint_eq(s.retained, 8 * MIB); /* all of it in the depot */
+	ck_assert_uint_eq(s.leased, 0);
+	q = scratch_acquire(size);
+	ck_assert_ptr_eq(q, p);
+	ck_assert_uint_eq(thread_stats().depot_hits, 1);
+	ck_assert_int_eq(((char *)q)[size - 1], 0x3c); /* its pages, not new ones */
+	expect_pool(8 * MIB, 8 * MIB);
+	scratch_release(q);
+	expect_pool(8 * MIB, 0);
+	scratch_thread_flush();
+	ck_assert_uint_eq(thread_stats().retained, 0);
+	ck_assert_uint_eq(total_stats().retained, 8 * MIB);
+	ck_assert_uint_eq(scratch_trim(), 8 * MIB);
+	expect_pool(0, 0);
+}
+
+START_TEST(test_per_node_same_node)
+{
+	depot_same_node("per_node:true,decay_ms:0", true);
+}
+END_TEST
+
+START_TEST(test_per_node_off)
+{
+	depot_same_node("per_node:false,decay_ms:0", false);
+}
+END_TEST
+
 /* Set the pools up and let them live ms: the decay thread starts only in
  * a process older than one decay period (a shorter one never needs it). */
 static void pools_age(unsigned ms)
@@ -1841,6 +1941,8 @@ Suite *pool_suite(void)
 	tcase_add_test(tc, test_depot_larger_class);
 	tcase_add_test(tc, test_class_stats);
 	tcase_add_test(tc, test_growth_one_block_per_doubling);
+	tcase_add_test(tc, test_per_node_same_node);
+	tcase_add_test(tc, test_per_node_off);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("decay");

@@ -8,6 +8,13 @@ tests_host_locality_tool_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/stats
 tests_host_locality_tool_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_host_locality_tool_LDADD = libscratch_locality.la libscratch_segread.la $(JANSSON_LIBS)
 
+# The pools' per-node depot in the guest: libscratch linked in statically,
+# so the guest needs no libtool wrapper.
+check_PROGRAMS += tests/host_numa_depot
+tests_host_numa_depot_SOURCES = tests/host_numa_depot.c
+tests_host_numa_depot_LDFLAGS = -static
+tests_host_numa_depot_LDADD = libscratch.la $(PTHREAD_LIBS)
+
 check_PROGRAMS += tests/host_audit
 tests_host_audit_SOURCES = tests/host_audit.c
 tests_host_audit_CFLAGS = $(AM_CFLAGS) -fno-builtin

@@ -23,6 +23,11 @@ tests_host_stats_malloc_LDADD = $(PTHREAD_LIBS) -ldl
 tests_check_scratch_SOURCES += tests/check_segread.c
 tests_check_scratch_LDADD += libscratch_segread.la
 
+# Every JSON key and metric name scratchd serves, pinned (stats/docs.c).
+tests_check_scratch_SOURCES += tests/check_fields.c
+tests_check_scratch_CFLAGS += $(JANSSON_CFLAGS)
+tests_check_scratch_LDADD += libscratch_daemon.la libscratch_segread.la $(JANSSON_LIBS)
+
 # A C++ host: growths through operator new, demangled call sites.
 check_PROGRAMS += tests/host_stats_cxx
 tests_host_stats_cxx_SOURCES = tests/host_stats_cxx.cc

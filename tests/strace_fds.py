@@ -27,10 +27,12 @@ CALLS = {"read": 0, "pread64": 0, "write": 0, "pwrite64": 0, "close": 0,
          "unlinkat": 0, "openat": 0, "open": None, "mmap": 4, "memfd_create": None}
 # Files a piece may open by name: the loader's, libscratch's procfs reads
 # (the run directory is checked apart), glibc's sysconf(_SC_NPROCESSORS_*)
-# that os.c calls, jemalloc's start-up reads.
+# that os.c calls, the decay thread's node CPU lists (per_node, two nodes
+# or more), jemalloc's start-up reads.
 PATHS = [r"/etc/ld\.so\.cache", r".*\.so(\.[0-9.]+)?",
          r"/proc/self/(stat|cmdline|statm)", r"/proc/self/task/[0-9]+/comm",
          r"/sys/devices/system/cpu/(online|possible)",
+         r"/sys/devices/system/node/node[0-9]+/cpulist",
          r"/sys/kernel/mm/transparent_hugepage/enabled",
          r"/proc/sys/vm/overcommit_memory"]
 LINE = re.compile(r"^(\d+) +(\w+)\((.*)\) += (-?\d+|\?|0x[0-9a-f]+)")
