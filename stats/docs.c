@@ -491,6 +491,7 @@ static json_t *proc_samples(const void *o)
 		json_t *e = json_object();
 
 		fields_json(e, FIELDS(sample_fields), 1, registry_history(p, i));
+		thread_points_json(&registry_history(p, i)->threads, e);
 		json_array_append_new(a, e);
 	}
 	return a;

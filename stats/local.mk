@@ -13,7 +13,8 @@ libscratch_segread_la_CFLAGS = $(AM_CFLAGS)
 # renders the same documents.
 noinst_LTLIBRARIES += libscratch_daemon.la
 libscratch_daemon_la_SOURCES = stats/registry.c stats/registry.h \
-	stats/docs.c stats/docs.h stats/fields.c stats/fields.h
+	stats/docs.c stats/docs.h stats/fields.c stats/fields.h stats/thread_history.c \
+	stats/thread_history.h
 libscratch_daemon_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
 stats_scratchd_SOURCES = stats/scratchd.c stats/serve.c stats/serve.h
@@ -24,11 +25,21 @@ stats_scratchd_LDADD = libscratch_daemon.la libscratch_segread.la $(MHD_LIBS) $(
 stats_scratchstat_SOURCES = stats/scratchstat.c stats/client.c stats/client.h \
 	stats/views.c stats/views.h stats/symbols.c stats/symbols.h \
 	stats/audit.c stats/audit.h stats/audit_cli.c stats/audit_cli.h
+stats_scratchstat_SOURCES += stats/report_cli.c stats/report_cli.h
 stats_scratchstat_CPPFLAGS = $(AM_CPPFLAGS) -DSCRATCH_SBINDIR='"$(sbindir)"' \
 	-DSCRATCH_LIBDIR='"$(libdir)"'
 stats_scratchstat_CFLAGS = $(AM_CFLAGS) $(CURL_CFLAGS) $(JANSSON_CFLAGS) $(DW_CFLAGS)
-stats_scratchstat_LDADD = libscratch_locality.la libscratch_segread.la $(CURL_LIBS) \
-	$(JANSSON_LIBS) $(DW_LIBS) -ldl
+stats_scratchstat_LDADD = libscratch_report.la libscratch_locality.la libscratch_segread.la \
+	$(CURL_LIBS) $(JANSSON_LIBS) $(DW_LIBS) -ldl
+
+# The HTML report's page (`scratchstat report`, stats/report_cli.c renders
+# with it): its sections, the locality section (from audit.h's model), the
+# escaping and SVG primitives; a library of its own so the unit suite
+# renders pages too.
+noinst_LTLIBRARIES += libscratch_report.la
+libscratch_report_la_SOURCES = stats/report.c stats/report.h stats/report_audit.c \
+	stats/report_svg.c stats/report_svg.h
+libscratch_report_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
 # The segment reader's fuzz target: a standalone driver that `make check`
 # runs briefly over generated segments (tests/stats_hostile.test), and a

@@ -688,7 +688,7 @@ static void grow_hist(struct registry_proc *p)
 	charge(p);
 }
 
-/* A sample for the history: read, then keep the totals. */
+/* A sample for the history: read, then keep the totals and the threads. */
 static void sample(struct registry_proc *p)
 {
 	struct registry_sample *s;
@@ -704,6 +704,7 @@ static void sample(struct registry_proc *p)
 	s = &p->hist[p->hist_pos];
 	s->t_ns = p->sampled_ns;
 	s->tot = p->tot;
+	thread_points_fill(&s->threads, p->threads, p->nthreads);
 	p->hist_pos = (p->hist_pos + 1) % p->hist_cap;
 	if (p->hist_len < p->hist_cap)
 		p->hist_len++;

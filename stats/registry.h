@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "segread.h"
+#include "thread_history.h"
 
 /* What scratchd's options set (scratchd(8)); REGISTRY_CONF_DEFAULT gives
  * the documented defaults. */
@@ -53,6 +54,7 @@ struct registry_conf {
 struct registry_sample {
 	uint64_t t_ns; /* CLOCK_REALTIME */
 	struct segread_totals tot;
+	struct thread_points threads; /* the threads retaining the most */
 };
 
 /* One process image (one segment file): read-only to callers. */

@@ -8,6 +8,7 @@
  *   scratchstat trace PID [--follow] [--since SEQ] [--frames]
  *   scratchstat owners PID | history PID
  *   scratchstat sizes PID               per size class: requests, hits, misses
+ *   scratchstat report PID [-o FILE]    the HTML report (report_cli.c)
  *
  * The views are views.c, the HTTP client and the daemon's start client.c.
  * A new command is one line of commands[] below (its options, if any, go
@@ -27,6 +28,7 @@
 #include "audit_cli.h"
 #include "client.h"
 #include "common.h"
+#include "report_cli.h"
 #include "views.h"
 
 /* The named commands: NAME PID [more arguments], in the order usage and
@@ -41,6 +43,7 @@ static const struct command {
         {"owners", "PID", 0, view_owners},
         {"history", "PID", 0, view_history},
         {"sizes", "PID", 0, view_sizes},
+        {"report", "PID [-o FILE] [--for SECONDS | --no-audit]", 0, view_report},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -80,6 +83,23 @@ static bool parse_pid(const char *s, pid_t *ret)
 	return true;
 }
 
+/* report --for: whole seconds, 1 to a day. */
+static int report_seconds(const char *s, unsigned *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || *s == '-' || v < 1 || v > 86400) {
+		client_say("invalid number for --for: '%s' (expected whole seconds, 1 to 86400)",
+		           s);
+		return EX_USAGE;
+	}
+	*ret = (unsigned)v;
+	return EX_OK;
+}
+
 static int parse_opts(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -91,6 +111,9 @@ static int parse_opts(int argc, char **argv)
 	        {"since", required_argument, NULL, 'S'},
 	        {"limit", required_argument, NULL, 'l'},
 	        {"frames", no_argument, NULL, 'F'},
+	        {"output", required_argument, NULL, 'o'}, /* report */
+	        {"for", required_argument, NULL, 'W'},    /* report */
+	        {"no-audit", no_argument, NULL, 'A'},     /* report */
 	        {"help", no_argument, NULL, 'h'},
 	        {"version", no_argument, NULL, 'V'},
 	        {NULL, 0, NULL, 0},
@@ -98,7 +121,7 @@ static int parse_opts(int argc, char **argv)
 	char *end;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "jnd:s:fS:l:FhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jnd:s:fS:l:Fo:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			opt.req.json = true;
@@ -135,6 +158,16 @@ static int parse_opts(int argc, char **argv)
 			break;
 		case 'F':
 			opt.req.frames = true;
+			break;
+		case 'o':
+			opt.req.output = optarg;
+			break;
+		case 'W':
+			if (report_seconds(optarg, &opt.req.audit_for) != EX_OK)
+				return EX_USAGE;
+			break;
+		case 'A':
+			opt.req.no_audit = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -233,6 +266,25 @@ static int parse_request(int nargs, char **args, struct view_req *req,
 	return parse_watch(nargs, args, req);
 }
 
+/* -o, --for and --no-audit belong to report, and --json, --follow and
+ * --frames to the other commands. */
+static int report_args(const struct view_req *req, int (*run)(const struct view_req *))
+{
+	if (run != view_report && (req->output != NULL || req->audit_for != 0 || req->no_audit)) {
+		client_say("-o, --for and --no-audit are for report only");
+		return EX_USAGE;
+	}
+	if (run == view_report && (req->json || req->follow || req->frames)) {
+		client_say("report writes HTML: --json, --follow and --frames do not apply");
+		return EX_USAGE;
+	}
+	if (req->audit_for != 0 && req->no_audit) {
+		client_say("--for and --no-audit contradict each other");
+		return EX_USAGE;
+	}
+	return EX_OK;
+}
+
 /* Whether path names <run dir>/scratchd.sock (the directories compared
  * by their real paths). */
 static bool is_run_dir_socket(const char *path)
@@ -265,6 +317,8 @@ int main(int argc, char **argv)
 	rc = parse_opts(argc, argv);
 	if (rc == EX_OK)
 		rc = parse_request(argc - optind, argv + optind, &opt.req, &run);
+	if (rc == EX_OK)
+		rc = report_args(&opt.req, run);
 	if (rc != EX_OK)
 		return rc;
 	if (opt.socket_arg != NULL && strlen(opt.socket_arg) >= sizeof(sa.sun_path)) {
@@ -290,6 +344,7 @@ int main(int argc, char **argv)
 		         "/%s", STATS_SOCKET_NAME);
 	cc.socket = opt.socket;
 	cc.run_dir = opt.run_dir;
+	opt.req.run_dir = opt.run_dir[0] != '\0' ? opt.run_dir : NULL;
 	if (!opt.req.json && view_clean_stdout() != EX_OK)
 		return EX_FAIL;
 	client_setup(&cc);

@@ -19,12 +19,23 @@
 
 #define OVERLAYFS_MAGIC 0x794c7630
 
+/* Lookups remembered, direct-mapped by address: growth records share
+ * their frames, and a libdw lookup costs a symbol table walk. */
+#define SYM_CACHE 1024
+
+struct sym_cached {
+	uint64_t ret_addr; /* 0: empty */
+	bool ok;
+	struct sym_info info;
+};
+
 struct symbolizer {
 	Dwfl *dwfl;
 	/* Files whose path names another file now than the one mapped (a
 	 * binary replaced at the same path): their symbols would be wrong. */
 	char **replaced;
 	size_t nreplaced;
+	struct sym_cached *cache; /* SYM_CACHE entries, NULL: none (no memory) */
 };
 
 static const Dwfl_Callbacks callbacks = {
@@ -107,6 +118,7 @@ struct symbolizer *sym_new(const char *maps)
 	dwfl_report_end(s->dwfl, NULL, NULL);
 	if (maps != NULL)
 		find_replaced(s, maps);
+	s->cache = calloc(SYM_CACHE, sizeof(*s->cache)); /* without it, lookups are slower */
 	return s;
 }
 
@@ -118,6 +130,7 @@ void sym_free(struct symbolizer *s)
 	for (size_t i = 0; i < s->nreplaced; i++)
 		free(s->replaced[i]);
 	free(s->replaced);
+	free(s->cache);
 	free(s);
 }
 
@@ -179,7 +192,27 @@ static const char *src_by_units(Dwfl_Module *m, Dwarf_Addr addr, int *ret_line)
 	return NULL;
 }
 
+static bool lookup(struct symbolizer *s, uint64_t ret_addr, struct sym_info *ret);
+
 bool sym_lookup(struct symbolizer *s, uint64_t ret_addr, struct sym_info *ret)
+{
+	/* the maps, and so every answer, are fixed for s's life */
+	struct sym_cached *c =
+	        s->cache != NULL ? &s->cache[(ret_addr ^ ret_addr >> 12) % SYM_CACHE] : NULL;
+
+	if (c != NULL && ret_addr != 0 && c->ret_addr == ret_addr) {
+		*ret = c->info;
+		return c->ok;
+	}
+	if (c == NULL || ret_addr == 0)
+		return lookup(s, ret_addr, ret);
+	c->ok = lookup(s, ret_addr, &c->info);
+	c->ret_addr = ret_addr;
+	*ret = c->info;
+	return c->ok;
+}
+
+static bool lookup(struct symbolizer *s, uint64_t ret_addr, struct sym_info *ret)
 {
 	/* A return address points after the call: look the call up. */
 	Dwarf_Addr addr = ret_addr > 0 ? ret_addr - 1 : 0;

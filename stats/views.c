@@ -601,6 +601,21 @@ static void symbolize(struct trace_ctx *tc, json_t *rec)
 	json_object_set_new(rec, "frames", out);
 }
 
+void view_symbolize_trace(pid_t pid, json_t *trace)
+{
+	struct trace_ctx tc = {.pid = pid};
+	json_t *r;
+	size_t i;
+
+	/* drained before the answer: one fetch of the maps covers them all */
+	json_array_foreach(json_object_get(trace, "records"), i,
+	                   r) if (view_num(r, "seq") > tc.seen) tc.seen = view_num(r, "seq");
+	refresh_symbols(&tc);
+	json_array_foreach(json_object_get(trace, "records"), i, r) symbolize(&tc, r);
+	sym_free(tc.sym);
+	free(tc.maps);
+}
+
 static void print_record(struct trace_ctx *tc, const json_t *r)
 {
 	char t[32], sz[32];

@@ -25,6 +25,10 @@ struct view_req {
 	uint64_t since, limit; /* trace --since, --limit */
 	int nargs;             /* a command's own arguments, after its name and PID */
 	char **args;
+	const char *output;  /* report -o */
+	unsigned audit_for;  /* report --for, 0: the audit's default */
+	bool no_audit;       /* report --no-audit */
+	const char *run_dir; /* the run directory (the report's audit reads segments) */
 };
 
 /* The views; each returns an exit status of client.h. */
@@ -35,6 +39,10 @@ int view_trace(const struct view_req *r);     /* scratchstat trace PID */
 int view_owners(const struct view_req *r);    /* scratchstat owners PID */
 int view_history(const struct view_req *r);   /* scratchstat history PID */
 int view_sizes(const struct view_req *r);     /* scratchstat sizes PID */
+
+/* Give every record of a trace answer of pid a "site" (its symbolized
+ * call site, or null) and symbolized "frames", as trace prints them. */
+void view_symbolize_trace(pid_t pid, json_t *trace);
 
 /*
  * Route stdout through a filter that prints every C0 control but the

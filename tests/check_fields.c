@@ -104,10 +104,19 @@ static const char *const sizes_keys[] = {
 };
 
 static const char *const history_keys[] = {
-        "interval_ms",          "pid",
-        COUNTERS("samples[]."), "samples[].depot_bytes",
-        "samples[].threads",    "samples[].time_ns",
+        "interval_ms",
+        "pid",
+        COUNTERS("samples[]."),
+        "samples[].depot_bytes",
+        "samples[].threads",
+        "samples[].time_ns",
         "samples[].trimmed",
+        "samples[].thread_points[].tid",
+        "samples[].thread_points[].retained",
+        "samples[].thread_points[].leased",
+        "samples[].other_threads.threads",
+        "samples[].other_threads.retained",
+        "samples[].other_threads.leased",
 };
 
 static const char *const trace_keys[] = {
@@ -211,6 +220,7 @@ static void setup(void)
 	proc.tot = (struct segread_totals){.allocs = 10, .hits = 7, .misses = 3, .threads_live = 1};
 	proc.tot.retained = 3 << 20;
 	sample = (struct registry_sample){.t_ns = 1, .tot = proc.tot};
+	thread_points_fill(&sample.threads, &thread, 1);
 	proc.hist = &sample;
 	proc.hist_cap = proc.hist_len = 1;
 	record = (struct segread_record){.seq = 1, .bytes = 1 << 20, .tid = 4243, .owner = 1};

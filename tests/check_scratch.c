@@ -9,9 +9,9 @@
 #include "suites.h"
 
 static Suite *(*const suites[])(void) = {
-        conf_suite,      pool_suite,      workers_suite, arena_suite,
-        workspace_suite, stats_abi_suite, debug_suite,   segread_suite,
-        topology_suite,  placement_suite, faults_suite,  fields_suite,
+        conf_suite,      pool_suite,   workers_suite, arena_suite,    workspace_suite,
+        stats_abi_suite, debug_suite,  segread_suite, topology_suite, placement_suite,
+        faults_suite,    fields_suite, report_suite,
 };
 
 int main(void)

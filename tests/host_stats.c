@@ -3,7 +3,7 @@
  * scratchd/scratchstat end-to-end tests. Links libscratch directly so every
  * counter is exact.
  *
- * Each of --threads workers (named "worker-I") runs --rounds rounds of
+ * Each of --threads workers (named "worker-I", or worker 0 --name0) runs --rounds rounds of
  * acquire+release of one block of (I + 1) * --size bytes, then acquires
  * --hold blocks of that size and keeps them. With fresh pools that gives,
  * per worker (class C = scratch_class_size((I + 1) * size)):
@@ -67,6 +67,7 @@ static size_t class_size(size_t n)
 #define MAX_HOLD    256
 
 static unsigned nthreads = 2, rounds = 10, hold = 2;
+static const char *name0; /* --name0: worker 0's name instead of "worker-0" */
 static size_t base_size = 1 << 20;
 static void *held[MAX_THREADS][MAX_HOLD];
 static void *main_held[MAX_HOLD * 4];
@@ -103,7 +104,7 @@ static void *worker(void *arg)
 	char name[16];
 
 	snprintf(name, sizeof(name), "worker-%u", i);
-	pthread_setname_np(pthread_self(), name);
+	pthread_setname_np(pthread_self(), i == 0 && name0 != NULL ? name0 : name);
 	for (unsigned r = 0; r < rounds; r++) {
 		void *p = grow_site_worker(size);
 
@@ -221,6 +222,8 @@ int main(int argc, char **argv)
 			hold = (unsigned)atoi(argv[a + 1]);
 		else if (strcmp(argv[a], "--size") == 0)
 			base_size = (size_t)strtoull(argv[a + 1], NULL, 0);
+		else if (strcmp(argv[a], "--name0") == 0)
+			name0 = argv[a + 1]; /* any bytes, up to 15 */
 	}
 	if (nthreads < 1 || nthreads > MAX_THREADS || hold > MAX_HOLD) {
 		fprintf(stderr, "host_stats: bad arguments\n");

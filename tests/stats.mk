@@ -8,9 +8,9 @@ tests_host_stats_LDADD = libscratch.la $(PTHREAD_LIBS)
 check_PROGRAMS += tests/host_stats_tool
 tests_host_stats_tool_SOURCES = tests/host_stats_tool.c
 
-STATS_TESTS = tests/stats_counters.test tests/stats_trace.test tests/stats_lifecycle.test tests/stats_hostile.test tests/stats_shim.test tests/stats_interval.test tests/stats_cli_sites.test tests/stats_cli_trace.test tests/stats_cli_output.test tests/stats_cli_args.test tests/stats_churn.test tests/stats_prometheus.test tests/stats_sizes.test
+STATS_TESTS = tests/stats_counters.test tests/stats_trace.test tests/stats_lifecycle.test tests/stats_hostile.test tests/stats_shim.test tests/stats_interval.test tests/stats_cli_sites.test tests/stats_cli_trace.test tests/stats_cli_output.test tests/stats_cli_args.test tests/stats_churn.test tests/stats_prometheus.test tests/stats_sizes.test tests/stats_report.test
 TESTS += $(STATS_TESTS)
-EXTRA_DIST += $(STATS_TESTS) tests/stats_lib.sh
+EXTRA_DIST += $(STATS_TESTS) tests/stats_lib.sh tests/report_check.py
 
 # The same host with plain malloc/free, for runs under the preload shim.
 check_PROGRAMS += tests/host_stats_malloc
@@ -32,3 +32,12 @@ tests_check_scratch_LDADD += libscratch_daemon.la libscratch_segread.la $(JANSSO
 check_PROGRAMS += tests/host_stats_cxx
 tests_host_stats_cxx_SOURCES = tests/host_stats_cxx.cc
 tests_host_stats_cxx_CXXFLAGS = $(AM_CXXFLAGS) -g -O1 -fno-omit-frame-pointer
+
+# The HTML report's unit suite: escaping, and pages rendered from JSON and
+# from audit results (the audit's names come from stats/audit.c, which
+# symbolizes with libdw).
+tests_check_scratch_SOURCES += tests/check_report.c stats/audit.c stats/symbols.c \
+	stats/thread_history.c
+tests_check_scratch_CFLAGS += $(JANSSON_CFLAGS) $(DW_CFLAGS)
+tests_check_scratch_LDADD += libscratch_report.la libscratch_locality.la libscratch_segread.la \
+	$(JANSSON_LIBS) $(DW_LIBS)
