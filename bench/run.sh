@@ -12,6 +12,7 @@
 #      backend alone;
 #   2. stats and tracing on versus off on the decode loop under the shim,
 #      timed and counted (callgrind);
+#   2a. the locality audit's cost: the decode loop under scratchstat audit;
 #   3. small-allocation pass-through (bench/small) under each shim against
 #      its backend alone and a bare forwarder in front of it (bench/forward.c);
 #   4. a pooled malloc+free hit through each shim (bench/pair): ns per pair,
@@ -89,6 +90,7 @@ shim_glibc=$top/preload/.libs/libscratch-preload.so
 shim_je=$top/preload/.libs/libscratch-preload-jemalloc.so
 forward=$top/bench/.libs/libforward.so
 forward_je=$top/bench/.libs/libforward-jemalloc.so
+scratchstat=$top/stats/scratchstat
 
 # cfg_env CFG: the environment assignments of one configuration.
 cfg_env() {
@@ -106,6 +108,14 @@ cfg_env() {
 	shim-jemalloc) echo "LD_PRELOAD=$shim_je SCRATCH_RUNTIME_DIR=$T/run" ;;
 	forward) echo "LD_PRELOAD=$forward" ;;
 	forward-jemalloc) echo "LD_PRELOAD=$forward_je:$je" ;;
+	shim-glibc-audit) echo "SCRATCH_RUNTIME_DIR=$T/run" ;; # the audit preloads the shim
+	esac
+}
+
+# cfg_wrap CFG: the command a configuration runs the program under, if any.
+cfg_wrap() {
+	case $1 in
+	shim-glibc-audit) echo "$scratchstat audit --json --preload $shim_glibc --" ;;
 	esac
 }
 
@@ -115,6 +125,9 @@ cfg_missing() {
 	jemalloc*) [ -n "$je" ] || echo "not installed" ;;
 	tcmalloc) [ -n "$tc" ] || echo "not installed" ;;
 	mimalloc) [ -n "$mi" ] || echo "not installed" ;;
+	shim-glibc-audit)
+		if [ ! -e "$shim_glibc" ] || [ ! -x "$scratchstat" ]; then echo "not built"; fi
+		;;
 	shim-glibc*) [ -e "$shim_glibc" ] || echo "not built" ;;
 	shim-jemalloc) [ -e "$shim_je" ] || echo "not built" ;;
 	forward) [ -e "$forward" ] || echo "not built" ;;
@@ -137,8 +150,9 @@ run() {
 		return
 	fi
 	# shellcheck disable=SC2046 # the assignments are meant to split
+	# shellcheck disable=SC2046 # and so is the wrapper
 	if out=$(env -u LD_PRELOAD -u MALLOC_CONF -u SCRATCH_CONF $(cfg_env "$cfg") \
-		"$top/bench/$prog" "$@" 2>"$T/err"); then
+		$(cfg_wrap "$cfg") "$top/bench/$prog" "$@" 2>"$T/err"); then
 		echo "$out" | awk -v t="$table" -v c="$cfg" -v tag="$prog" '
 			$1 == tag { for (i = 2; i <= NF; i++) { k = $i; sub(/=.*/, "", k)
 				v = $i; sub(/^[^=]*=/, "", v); print t, c, k, v } }' >>"$RES"
@@ -419,6 +433,25 @@ report() {
 		else if ((st = status(t, "shim-glibc-cg")) != "" || (st = status(t, "shim-glibc-nostats-cg")) != "")
 			printf "  %-46s %s\n", "instructions (callgrind)", st
 	}
+	# audit_table(t): the decode loop under the shim, alone and under
+	# scratchstat audit (launch mode: first-toucher sampling armed before
+	# the exec, placement read while it runs), medians of paired rounds.
+	function audit_table(t,    x, y) {
+		if ((st = status(t, "shim-glibc")) != "" || (st = status(t, "shim-glibc-audit")) != "") {
+			printf "  audit: %s\n", st
+			return
+		}
+		x = rpaired(t, "shim-glibc-audit", "shim-glibc", "tokens_per_s")
+		y = rpaired(t, "shim-glibc-audit", "shim-glibc", "steady_cpu_ms_per_token")
+		printf "  %-46s %10s %14s %12s\n", "shim on glibc, decode loop", "tokens/s", "CPU ms/token", "page faults"
+		printf "  %-46s %10s %14s %12s\n", "", "whole run", "steady state", "a run"
+		printf "  %-46s %10.2f %14.2f %12.0f\n", "alone", median(t, "shim-glibc", "tokens_per_s"),
+			median(t, "shim-glibc", "steady_cpu_ms_per_token"), median(t, "shim-glibc", "faults")
+		printf "  %-46s %10.2f %14.2f %12.0f\n", "under scratchstat audit -- (sampling armed)",
+			median(t, "shim-glibc-audit", "tokens_per_s"),
+			median(t, "shim-glibc-audit", "steady_cpu_ms_per_token"), median(t, "shim-glibc-audit", "faults")
+		printf "  %-46s %9.2f%% %13.2f%%\n", "cost of the audit", (1 - x) * 100, (y - 1) * 100
+	}
 	# small_table(t): per backend, the pair alone, under the bare forwarder
 	# and under the shim, in CPU time and in instructions; the budget
 	# (DESIGN.md) is on instructions: the count of the forwarder plus 2 (glibc)
@@ -485,6 +518,8 @@ report() {
 			churn_table("churn")
 		else if (which == "stats")
 			stats_table("stats")
+		else if (which == "audit")
+			audit_table("audit")
 		else if (which == "small")
 			small_table("small")
 		else if (which == "pair")
@@ -684,6 +719,33 @@ EOF
 report stats
 }
 
+# --- 2a. the locality audit's cost on its host --------------------------------
+bench_audit() {
+r=1
+while [ "$r" -le "$orounds" ]; do
+	progress "audit on/off, round $r of $orounds"
+	order="shim-glibc shim-glibc-audit"
+	[ $((r % 2)) = 0 ] && order="shim-glibc-audit shim-glibc"
+	for cfg in $order; do
+		# shellcheck disable=SC2086 # dargs splits into options on purpose
+		run audit "$cfg" decode $dargs
+	done
+	r=$((r + 1))
+done
+cat <<EOF
+
+2a. The locality audit's cost on its host (issue 14): the decode loop (workers allocate) under
+   the shim on glibc, alone and launched by scratchstat audit (first-toucher sampling armed
+   before the exec, one event per CPU; placement read while it runs); medians of $orounds
+   interleaved rounds, taking turns to run first, as in table 2. Page faults are what the
+   sampling pays for (bench/faults gives the cost per fault, among the programs' tables); a
+   steady-state token faults nothing, so the steady-state CPU figure is the audit's cost per
+   token once warm. Where perf_event_paranoid refuses sampling, the audit reads placement
+   only. (No target.)
+EOF
+report audit
+}
+
 # --- 3. small-allocation pass-through ----------------------------------------
 bench_small() {
 r=1
@@ -820,10 +882,10 @@ done
 }
 
 # BENCH_ONLY="small pair" runs only those tables (decode vary churn stats
-# small pair programs), for quick iterations on one part.
-for section in ${BENCH_ONLY:-decode vary churn stats small pair programs}; do
+# audit small pair programs), for quick iterations on one part.
+for section in ${BENCH_ONLY:-decode vary churn stats audit small pair programs}; do
 	case $section in
-	decode | vary | churn | stats | small | pair | programs) "bench_$section" ;;
+	decode | vary | churn | stats | audit | small | pair | programs) "bench_$section" ;;
 	*) echo "bench: BENCH_ONLY: unknown section '$section'" >&2 ;;
 	esac
 done
