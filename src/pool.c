@@ -75,7 +75,8 @@
  * class stay, in its class's empty list, and it comes back fresh (zero, so
  * calloc writes nothing). The fast paths read no clock: a cached block's
  * stamp is its owner's frees count, and decay passes note those counts
- * with the time (see decay_period_ms). A host that goes quiet after a burst
+ * with the time (see decay_period_ms); a block another thread freed is
+ * stamped with the time of its drain, a slow path's. A host that goes quiet after a burst
  * makes no call at all, so passes run on a helper thread ("scratch-decay"),
  * started at the first slow-path acquire once the pools have lived one
  * decay period (at most 1 s; a shorter process never needs a pass, and
@@ -118,6 +119,7 @@
 #define GATE_BIT      (UINT32_C(1) << 31) /* in trim_epoch while a decay pass is in the caches */
 #define DECAY_MARKS   8
 #define GROWTH_WINDOW 8 /* classes: a miss this close above the last is a growth (4x) */
+#define STAMP_MS      (UINT64_C(1) << 63) /* a cached block's stamp is a time (see tc_cut) */
 
 #define DEPOT_NODES 64 /* per_node: node ids below this get depot lists of their own */
 #define NODE_VOTES  8  /* pages of a block read for its node */
@@ -137,8 +139,9 @@ struct blk {
 	uint8_t fresh; /* pages read as zero (never written since carve/decommit) */
 	uint8_t pad[3];
 	/* When it went idle: CACHED, its owner's frees count at the release
-	 * (the cache's clock, see decay marks); DEPOT, the monotonic ms of
-	 * the put. Each bin and depot list is newest first. */
+	 * (the cache's clock, see decay marks), or STAMP_MS | the monotonic
+	 * ms of a remote drain into the bins; DEPOT, the monotonic ms of the
+	 * put. Each bin and depot list is newest first. */
 	uint64_t stamp;
 	/* Bytes from the start that a lease may have written since the pages
 	 * were last fresh: the largest request a slow path lent it (a fast-path
@@ -1021,12 +1024,13 @@ static uint32_t remote_take(struct tcache *tc)
 	return __atomic_exchange_n(&tc->remote_head, 0, __ATOMIC_ACQUIRE);
 }
 
-/* Drain remote frees into the owner's bins while the limits allow; the
- * rest goes to the depot. Called by the owner thread, without g.lock. */
+/* Drain remote frees into the owner's bins while the limits allow, stamped
+ * with the time (see tc_cut); the rest goes to the depot. Called by the
+ * owner thread, without g.lock. */
 static void tc_drain_remote(struct tcache *tc)
 {
 	uint32_t id = remote_take(tc), next;
-	uint64_t evicted = 0;
+	uint64_t evicted = 0, now = 0;
 	bool locked = false;
 
 	for (; id != 0; id = next) {
@@ -1038,8 +1042,10 @@ static void tc_drain_remote(struct tcache *tc)
 		SCRATCH_ASSERT(d->state == BLK_REMOTE && d->owner == tc->tag);
 		/* the limit from conf: g.cache_limit is 0 while a gate is up */
 		if (b->count < g.conf.cache_count && tc->cached_bytes + cap <= g.cache_bytes) {
+			if (now == 0) /* idle from now on, for the decay */
+				now = scratch__os_monotonic_ms() | STAMP_MS;
 			d->state = BLK_CACHED;
-			d->stamp = tc->c->frees; /* idle from now on, for the decay */
+			d->stamp = now;
 			d->next = b->head;
 			b->head = id;
 			b->count++;
@@ -1321,7 +1327,13 @@ static void tc_leave(struct tcache *tc)
  * The decay clock. A cached block's stamp is its owner's frees count at
  * the release, so the fast path reads no clock; each pass notes every
  * cache's frees count with the time (a mark). A block stamped at or below
- * a mark taken decay_ms ago has been idle at least that long. Passes come
+ * a mark taken decay_ms ago has been idle at least that long. A block
+ * drained from the remote list (a slow path, or a pass) is stamped with
+ * the time instead (STAMP_MS): its owner may have freed nothing since a
+ * mark older than decay_ms, which then holds the very count a drain would
+ * stamp, and would decay the block in the next pass though it only just
+ * went idle. The count cannot tick for it: it is the thread's frees
+ * counter, and the fast path stamps with it. Passes come
  * every decay_ms/4, so a block's pages go back between decay_ms and
  * 1.25 decay_ms (plus one period's lateness) after its release.
  */
@@ -1369,10 +1381,22 @@ static void list_push(uint32_t *list, uint32_t id)
 	*list = id;
 }
 
-/* Move tc's cached blocks stamped at or below frees onto *list (a bin is
- * newest first, so that is a tail of it). Returns their bytes. tc's thread
+/* Has a cached block stamped stamp been idle less than decay_ms at now, as
+ * far as frees, the count of the newest mark decay_ms old, tells? A time
+ * stamp: stamp + decay_ms, not now - stamp, as a block drained after the
+ * pass read its clock is newer than now. */
+static bool stamp_young(uint64_t stamp, uint64_t now, uint64_t frees)
+{
+	if (stamp & STAMP_MS)
+		return (stamp & ~STAMP_MS) + g.conf.decay_ms > now;
+	return stamp > frees;
+}
+
+/* Move tc's cached blocks idle decay_ms at now onto *list, by their stamps
+ * (stamp_young): a bin is newest first, so that is a tail of it, as a block
+ * put before one idle that long is too. Returns their bytes. tc's thread
  * is outside its bins (gate) or is the caller. */
-static uint64_t tc_cut(struct tcache *tc, uint64_t frees, uint32_t *list)
+static uint64_t tc_cut(struct tcache *tc, uint64_t now, uint64_t frees, uint32_t *list)
 {
 	uint64_t bytes = 0;
 
@@ -1380,7 +1404,7 @@ static uint64_t tc_cut(struct tcache *tc, uint64_t frees, uint32_t *list)
 		struct bin *b = &tc->bins[bin];
 		uint32_t *link = &b->head, kept = 0, id, next;
 
-		while (*link != 0 && g.blk[*link].stamp > frees) {
+		while (*link != 0 && stamp_young(g.blk[*link].stamp, now, frees)) {
 			link = &g.blk[*link].next;
 			kept++;
 		}
@@ -1400,7 +1424,7 @@ static uint64_t tc_cut(struct tcache *tc, uint64_t frees, uint32_t *list)
 /* Blocks others freed to tc, which it may never come for: into its bins,
  * stamped now as its own drain would, or onto *list beyond its limits.
  * Returns the bytes put on the list. Same conditions as tc_cut(). */
-static uint64_t tc_take_remote(struct tcache *tc, uint32_t *list)
+static uint64_t tc_take_remote(struct tcache *tc, uint64_t now, uint32_t *list)
 {
 	uint32_t id = remote_take(tc), next;
 	uint64_t out = 0;
@@ -1414,7 +1438,7 @@ static uint64_t tc_take_remote(struct tcache *tc, uint32_t *list)
 		SCRATCH_ASSERT(d->state == BLK_REMOTE);
 		if (b->count < g.conf.cache_count && tc->cached_bytes + cap <= g.cache_bytes) {
 			d->state = BLK_CACHED;
-			d->stamp = __atomic_load_n(&tc->c->frees, __ATOMIC_RELAXED);
+			d->stamp = now | STAMP_MS;
 			d->next = b->head;
 			b->head = id;
 			b->count++;
@@ -1430,10 +1454,12 @@ static uint64_t tc_take_remote(struct tcache *tc, uint32_t *list)
 /* Decay tc's cache at now onto *list; credit the blocks that left it. */
 static void tc_decay(struct tcache *tc, uint64_t now, uint32_t *list)
 {
-	uint64_t frees = 0, out = tc_take_remote(tc, list);
+	uint64_t frees = 0, out = tc_take_remote(tc, now, list);
 
-	if (mark_before(tc, now, &frees))
-		out += tc_cut(tc, frees, list);
+	/* without a mark decay_ms old, 0: a release stamps 1 or more, so only
+	 * the drained blocks' own times tell */
+	(void)mark_before(tc, now, &frees);
+	out += tc_cut(tc, now, frees, list);
 	if (out != 0)
 		__atomic_fetch_add(&tc->c->decayed_bytes, out, __ATOMIC_RELEASE);
 }

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "scratch.h"
@@ -1915,6 +1916,83 @@ START_TEST(test_decay_quiet_thread)
 }
 END_TEST
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void *release_it(void *p)
+{
+	scratch_release(p);
+	return NULL;
+}
+
+/*
+ * A block another thread frees goes idle at that free, not at its owner's
+ * last one: it decays decay_ms after it, though its owner has freed
+ * nothing since a mark of the passes older than that (a mark that holds
+ * the very frees count the block is stamped with, which decayed it in the
+ * next pass). The equations hold after each step. by_owner: the owner's
+ * slow path drains its remote list (and frees once more); else the pass
+ * does. Whether a pass could decay it yet is told by the time since the
+ * remote free, read before it: under decay_ms, none may.
+ */
+static void remote_block_waits(bool by_owner)
+{
+	const unsigned decay_ms = 400;
+	size_t ccap, pcap, zcap = 0;
+	uint64_t freed;
+	char *c, *p, *z;
+
+	conf_add("decay_ms:400");
+	pools_age(decay_ms / 4 + 20); /* the next miss starts the thread */
+	p = scratch_acquire(8 * MIB);
+	pcap = scratch_usable_size(p);
+	memset(p, 1, pcap);
+	c = scratch_acquire(4 * MIB);
+	ccap = scratch_usable_size(c);
+	memset(c, 2, ccap);
+	expect_pool(pcap + ccap, pcap + ccap);
+	scratch_release(c); /* the owner's last free */
+	expect_pool(pcap + ccap, pcap);
+	/* c decays by a mark of this frees count; later passes hold one too */
+	ck_assert_uint_eq(wait_trimmed(ccap), ccap);
+	expect_pool(pcap, pcap);
+	freed = now_ms();
+	run_thread(release_it, p);
+	expect_pool(pcap, 0);
+	if (by_owner) {
+		z = scratch_acquire_zeroed(64 * KIB); /* a slow path: the drain */
+		zcap = scratch_usable_size(z);
+		ck_assert_ptr_ne(z, p); /* 8 MiB is beyond what it may take */
+		expect_pool(pcap + zcap, zcap);
+		scratch_release(z);
+		expect_pool(pcap + zcap, 0);
+	}
+	usleep(decay_ms / 2 * 1000); /* two periods: passes come and go */
+	if (now_ms() - freed < decay_ms) {
+		ck_assert_uint_eq(total_stats().trimmed, ccap);
+		expect_pool(pcap + zcap, 0);
+	}
+	ck_assert_uint_eq(wait_trimmed(ccap + pcap + zcap), ccap + pcap + zcap);
+	expect_pool(0, 0);
+}
+
+START_TEST(test_decay_remote_freed_by_pass)
+{
+	remote_block_waits(false);
+}
+END_TEST
+
+START_TEST(test_decay_remote_freed_by_owner)
+{
+	remote_block_waits(true);
+}
+END_TEST
+
 /* Without the thread (decay_thread:false), passes ride on slow-path calls:
  * the idle block decays once a call comes after decay_ms. */
 START_TEST(test_decay_inline)
@@ -2049,6 +2127,8 @@ Suite *pool_suite(void)
 	tcase_add_test(tc, test_decay_cached_block);
 	tcase_add_test(tc, test_decay_quiet_thread);
 	tcase_add_test(tc, test_decay_depot_and_fork);
+	tcase_add_test(tc, test_decay_remote_freed_by_pass);
+	tcase_add_test(tc, test_decay_remote_freed_by_owner);
 #endif
 	tcase_add_test(tc, test_decay_inline);
 	tcase_add_test(tc, test_decay_thread_waits_a_period);
