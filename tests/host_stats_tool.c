@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,8 +226,26 @@ static int raw(const char *path, const char *text)
 		perror(path);
 		return 1;
 	}
-	if (write(fd, msg, n) != (ssize_t)n)
-		return 1;
+	/* A server may answer a request it refuses (a huge header: 431) and
+	 * close before it has read all of it; what it wrote stays readable, so
+	 * a write that fails for that reason (EPIPE, SIGPIPE ignored) still
+	 * goes on to the read. Whether it fails depends on timing. */
+	signal(SIGPIPE, SIG_IGN);
+	for (size_t off = 0; off < n;) {
+		ssize_t put = write(fd, msg + off, n - off);
+
+		if (put < 0 && errno == EINTR)
+			continue;
+		if (put <= 0) {
+			if (errno != EPIPE && errno != ECONNRESET) {
+				perror("write");
+				close(fd);
+				return 1;
+			}
+			break;
+		}
+		off += (size_t)put;
+	}
 	/* No half-close: a server may drop a connection whose peer stopped
 	 * writing before it answers. */
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){.tv_sec = 10},
