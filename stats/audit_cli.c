@@ -284,23 +284,6 @@ static const char *str(const json_t *o, const char *key)
 	return s != NULL ? s : "";
 }
 
-static const char *human(uint64_t v, char *buf, size_t len)
-{
-	static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	double d = (double)v;
-	unsigned u = 0;
-
-	while (d >= 1024.0 && u < 4) {
-		d /= 1024.0;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%llu B", (unsigned long long)v);
-	else
-		snprintf(buf, len, "%.1f %s", d, unit[u]);
-	return buf;
-}
-
 static const char *node_text(const json_t *v, char *buf, size_t len)
 {
 	if (json_is_integer(v))
@@ -337,10 +320,10 @@ static void print_head(const json_t *v)
 		printf("\n");
 	}
 	printf("present %s in %zu blocks, first toucher sampled for %s, unknown for %s\n",
-	       human(num(v, "present_bytes"), b1, sizeof(b1)),
+	       stats_human(num(v, "present_bytes"), b1, sizeof(b1)),
 	       json_array_size(json_object_get(v, "blocks")),
-	       human(num(v, "sampled_bytes"), b2, sizeof(b2)),
-	       human(num(v, "unknown_bytes"), b3, sizeof(b3)));
+	       stats_human(num(v, "sampled_bytes"), b2, sizeof(b2)),
+	       stats_human(num(v, "unknown_bytes"), b3, sizeof(b3)));
 }
 
 static void print_matrix(const char *title, const char *row, const json_t *m)
@@ -364,7 +347,7 @@ static void print_matrix(const char *title, const char *row, const json_t *m)
 		snprintf(h, sizeof(h), i + 1 < n ? "%s %zu" : "%s ?", row, i);
 		printf("%-12s", h);
 		json_array_foreach(r, k, c)
-		        printf(" %12s", human((uint64_t)json_integer_value(c), b, sizeof(b)));
+		        printf(" %12s", stats_human((uint64_t)json_integer_value(c), b, sizeof(b)));
 		printf("\n");
 	}
 }
@@ -380,10 +363,10 @@ static void print_threads(const json_t *v)
 	json_array_foreach(json_object_get(v, "threads"), i, t)
 	        printf("%8d %-16.16s %4s %12s %12s %12s %12s%s\n", (int)num(t, "tid"),
 	               str(t, "name"), node_text(json_object_get(t, "node"), n, sizeof(n)),
-	               human(num(t, "used_bytes"), b[0], sizeof(b[0])),
-	               human(num(t, "remote_bytes"), b[1], sizeof(b[1])),
-	               human(num(t, "first_touched_bytes"), b[2], sizeof(b[2])),
-	               human(num(t, "touched_for_others_bytes"), b[3], sizeof(b[3])),
+	               stats_human(num(t, "used_bytes"), b[0], sizeof(b[0])),
+	               stats_human(num(t, "remote_bytes"), b[1], sizeof(b[1])),
+	               stats_human(num(t, "first_touched_bytes"), b[2], sizeof(b[2])),
+	               stats_human(num(t, "touched_for_others_bytes"), b[3], sizeof(b[3])),
 	               json_is_true(json_object_get(t, "alive")) ? "" : "  (gone)");
 }
 
@@ -400,7 +383,7 @@ static void print_findings(const json_t *v)
 	printf("\nFINDINGS, by remote bytes\n");
 	json_array_foreach(fs, i, f)
 	{
-		printf("%2zu. %10s  %-19s  %s\n", i + 1, human(num(f, "bytes"), b, sizeof(b)),
+		printf("%2zu. %10s  %-19s  %s\n", i + 1, stats_human(num(f, "bytes"), b, sizeof(b)),
 		       str(f, "evidence"), str(f, "text"));
 		printf("    fix: %s\n", str(f, "fix"));
 	}
@@ -421,24 +404,12 @@ static void print_audit(const json_t *v)
 /* Arguments                                                               */
 /* ---------------------------------------------------------------------- */
 
-static void usage(FILE *f)
+void audit_usage(FILE *f, bool first)
 {
-	fputs("usage: scratchstat audit [--json] [--preload PATH] -- COMMAND [ARGS...]\n"
-	      "       scratchstat audit [--json] [--for SECONDS] PID\n",
-	      f);
-}
-
-static bool parse_pid(const char *s, pid_t *ret)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0' || v <= 0 || v > 0x7fffffff)
-		return false;
-	*ret = (pid_t)v;
-	return true;
+	fprintf(f,
+	        "%sscratchstat audit [--json] [--preload PATH] -- COMMAND [ARGS...]\n"
+	        "       scratchstat audit [--json] [--for SECONDS] PID\n",
+	        first ? "usage: " : "       ");
 }
 
 /* The value of option name at argv[*i] ("--name V" or "--name=V"). */
@@ -483,11 +454,11 @@ static int parse_opt(int argc, char **argv, int *i, struct args *a)
 	           (v = value(argc, argv, i, "--for")) != NULL) {
 		return parse_seconds(v, &a->seconds);
 	} else if (strcmp(argv[*i], "--help") == 0 || strcmp(argv[*i], "-h") == 0) {
-		usage(stdout);
+		audit_usage(stdout, true);
 		exit(AX_OK);
 	} else {
 		say("unknown option for audit: '%s'", argv[*i]);
-		usage(stderr);
+		audit_usage(stderr, true);
 		return AX_USAGE;
 	}
 	return AX_OK;
@@ -513,7 +484,7 @@ static int parse_audit(int argc, char **argv, struct args *a)
 				return rc;
 			continue;
 		}
-		if (!parse_pid(argv[i], &a->pid)) {
+		if (!stats_parse_pid(argv[i], &a->pid)) {
 			say("'%s' is not a PID (put -- before a COMMAND to launch it)", argv[i]);
 			return AX_USAGE;
 		}
@@ -524,7 +495,7 @@ static int parse_audit(int argc, char **argv, struct args *a)
 	}
 	if (a->argv == NULL && a->pid == 0) {
 		say("audit needs a PID or -- COMMAND");
-		usage(stderr);
+		audit_usage(stderr, true);
 		return AX_USAGE;
 	}
 	if (a->argv != NULL && a->seconds != 0) {

@@ -7,6 +7,8 @@
 #define SCRATCH_STATS_AUDIT_CLI_H
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
 
 #include "audit.h"
 
@@ -17,6 +19,10 @@
  * AUDIT); else return -1 and touch nothing.
  */
 int audit_dispatch(int argc, char **argv);
+
+/* The audit's usage lines, the first begun with "usage: " when first, else
+ * indented as a continuation of scratchstat's. */
+void audit_usage(FILE *f, bool first);
 
 /* The result as one JSON object (snake_case keys, raw integers, null for
  * an unknown node); NULL without memory. The caller owns it. */

@@ -201,3 +201,33 @@ void stats_log(const char *prog, const char *fmt, ...)
 	stats_mask_controls(line);
 	fprintf(stderr, "%s: %s\n", prog, line);
 }
+
+const char *stats_human(uint64_t v, char *buf, size_t len)
+{
+	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double d = (double)v;
+	unsigned u = 0;
+
+	while (d >= 1024.0 && u < 4) {
+		d /= 1024.0;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%llu B", (unsigned long long)v);
+	else
+		snprintf(buf, len, "%.1f %s", d, unit[u]);
+	return buf;
+}
+
+bool stats_parse_pid(const char *s, pid_t *ret)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v <= 0 || v > 0x7fffffff)
+		return false;
+	*ret = (pid_t)v;
+	return true;
+}

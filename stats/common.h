@@ -42,6 +42,13 @@ uint64_t stats_mono_ns(void);
  * for a log or a terminal that carries untrusted names. */
 void stats_mask_controls(char *s);
 
+/* Bytes in human units into buf: "512 B", "1.5 MiB" (the largest binary
+ * unit that keeps the figure >= 1). Returns buf. */
+const char *stats_human(uint64_t v, char *buf, size_t len);
+
+/* A pid argument: decimal, 1 to 2^31 - 1, nothing after it. */
+bool stats_parse_pid(const char *s, pid_t *ret);
+
 /* Field 22 of /proc/PID/stat: -ENOENT when the process is gone. */
 int stats_proc_start_ticks(pid_t pid, uint64_t *ret_ticks);
 

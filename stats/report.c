@@ -7,6 +7,7 @@
  * symbols) are untrusted: they only ever reach the page through
  * html_text(). Everything else printed is a number or a constant.
  */
+#include "common.h"
 #include "config.h"
 
 #include <errno.h>
@@ -66,7 +67,7 @@ static void bytes(struct page *pg, uint64_t v)
 {
 	char b[32];
 
-	fputs(human_bytes(v, b, sizeof(b)), pg->f);
+	fputs(stats_human(v, b, sizeof(b)), pg->f);
 }
 
 /* "2026-12-01 23:45:12.123 UTC": unambiguous wherever the page is read. */
@@ -239,8 +240,8 @@ static void section_header(struct page *pg)
 	head_row(pg, "exe", str(p, "exe"));
 	head_row(pg, "command", str(p, "command"));
 	head_row(pg, "SCRATCH_CONF", str(p, "conf")[0] ? str(p, "conf") : "(defaults)");
-	snprintf(size, sizeof(size), "%s to %s", human_bytes(num(p, "min_size"), a, sizeof(a)),
-	         human_bytes(num(p, "max_size"), b, sizeof(b)));
+	snprintf(size, sizeof(size), "%s to %s", stats_human(num(p, "min_size"), a, sizeof(a)),
+	         stats_human(num(p, "max_size"), b, sizeof(b)));
 	head_row(pg, "pooled sizes", size);
 	fputs("<dt>state</dt><dd>", pg->f);
 	text(pg, str(p, "state"));
@@ -279,7 +280,7 @@ static void card_bytes(struct page *pg, const char *what, uint64_t v)
 	char b[32];
 
 	fprintf(pg->f, "<div class=\"card\"><b>%s</b><span>%s</span></div>\n",
-	        human_bytes(v, b, sizeof(b)), what);
+	        stats_human(v, b, sizeof(b)), what);
 }
 
 static void section_totals(struct page *pg)
@@ -551,7 +552,7 @@ static void record_tip(struct page *pg, const json_t *r, const struct thread_ref
 	fprintf(pg->f, "<title>%.3f s: tid %lld ", secs(pg, num(r, "time_ns")), t->tid);
 	text(pg, t->name);
 	fprintf(pg->f, " grew %s (class %lld) on cpu %lld, node %lld at ",
-	        human_bytes(num(r, "bytes"), b, sizeof(b)), snum(r, "class"), snum(r, "cpu"),
+	        stats_human(num(r, "bytes"), b, sizeof(b)), snum(r, "class"), snum(r, "cpu"),
 	        snum(r, "node"));
 	text(pg, json_is_string(json_object_get(r, "site")) ? str(r, "site") : "an unknown site");
 	fputs("</title>", pg->f);

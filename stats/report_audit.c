@@ -6,6 +6,7 @@
  * (audit.h) alone; without one the section says that no audit data was
  * collected, and why.
  */
+#include "common.h"
 #include "config.h"
 
 #include <string.h>
@@ -25,7 +26,7 @@ static void bytes(FILE *f, uint64_t v)
 {
 	char b[32];
 
-	fputs(human_bytes(v, b, sizeof(b)), f);
+	fputs(stats_human(v, b, sizeof(b)), f);
 }
 
 static const struct audit_thread *audit_thread_of(const struct audit_result *a, pid_t tid)

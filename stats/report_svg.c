@@ -91,23 +91,6 @@ void html_text(FILE *f, const char *s, size_t len)
 	}
 }
 
-const char *human_bytes(uint64_t v, char *buf, size_t len)
-{
-	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	double d = (double)v;
-	unsigned u = 0;
-
-	while (d >= 1024.0 && u < 4) {
-		d /= 1024.0;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%llu B", (unsigned long long)v);
-	else
-		snprintf(buf, len, "%.1f %s", d, unit[u]);
-	return buf;
-}
-
 const char *palette(size_t i)
 {
 	/* distinct on white and for the common colour blindnesses in order */

@@ -26,9 +26,6 @@
  */
 void html_text(FILE *f, const char *s, size_t len);
 
-/* "1.5 MiB": v bytes in the largest binary unit that keeps it >= 1. */
-const char *human_bytes(uint64_t v, char *buf, size_t len);
-
 /* The i-th colour of the thread palette (wraps around). */
 const char *palette(size_t i);
 

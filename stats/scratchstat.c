@@ -64,23 +64,7 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		fprintf(f, "       scratchstat [options] %s %s\n", commands[i].name,
 		        commands[i].usage);
-	/* the audit has options of its own (audit_dispatch) */
-	fputs("       scratchstat audit [--json] [--preload PATH] -- COMMAND [ARGS...]\n"
-	      "       scratchstat audit [--json] [--for SECONDS] PID\n",
-	      f);
-}
-
-static bool parse_pid(const char *s, pid_t *ret)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0' || v <= 0 || v > 0x7fffffff)
-		return false;
-	*ret = (pid_t)v;
-	return true;
+	audit_usage(f, false); /* the audit has options of its own (audit_dispatch) */
 }
 
 /* report --for: whole seconds, 1 to a day. */
@@ -201,7 +185,7 @@ static int parse_command(const struct command *c, int nargs, char **args, struct
 		client_say("%s needs a PID", args[0]);
 	else if ((unsigned)nargs - 2 > c->more)
 		client_say("%s takes one PID", args[0]);
-	else if (!parse_pid(args[1], &req->pid))
+	else if (!stats_parse_pid(args[1], &req->pid))
 		client_say("invalid PID: '%s'", args[1]);
 	else {
 		req->nargs = nargs - 2;
@@ -256,7 +240,7 @@ static int parse_request(int nargs, char **args, struct view_req *req,
 			*ret_run = commands[i].run;
 			return parse_command(&commands[i], nargs, args, req);
 		}
-	if (!parse_pid(args[0], &req->pid)) {
+	if (!stats_parse_pid(args[0], &req->pid)) {
 		client_say("'%s' is neither a PID nor a command (%s)", args[0],
 		           command_list(list, sizeof(list)));
 		usage(stderr);

@@ -135,23 +135,6 @@ const char *view_str(const json_t *o, const char *key)
 	return s != NULL ? s : "";
 }
 
-const char *view_human(uint64_t v, char *buf, size_t len)
-{
-	static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	double d = (double)v;
-	unsigned u = 0;
-
-	while (d >= 1024.0 && u < 4) {
-		d /= 1024.0;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%llu B", (unsigned long long)v);
-	else
-		snprintf(buf, len, "%.1f %s", d, unit[u]);
-	return buf;
-}
-
 static void hit(const json_t *o, char *buf, size_t len)
 {
 	if (view_num(o, "allocs") == 0)
@@ -248,8 +231,8 @@ static void print_processes(const json_t *v)
 		       (unsigned long long)view_num(p, "pid"), cmd, pad, "",
 		       (unsigned long long)view_num(p, "threads"),
 		       (unsigned long long)view_num(p, "allocs"), h,
-		       view_human(view_num(p, "retained"), ret, sizeof(ret)),
-		       view_human(view_num(p, "leased"), lea, sizeof(lea)),
+		       stats_human(view_num(p, "retained"), ret, sizeof(ret)),
+		       stats_human(view_num(p, "leased"), lea, sizeof(lea)),
 		       (unsigned long long)view_num(p, "growths"), state);
 	}
 	json_array_foreach(json_object_get(v, "rejected"), i, r)
@@ -267,15 +250,15 @@ static void print_threads(const json_t *p)
 	       json_is_string(json_object_get(p, "exit_reason")) ? " " : "",
 	       json_is_string(json_object_get(p, "exit_reason")) ? view_str(p, "exit_reason") : "",
 	       (unsigned long long)view_num(p, "threads"),
-	       view_human(view_num(p, "retained"), a, sizeof(a)),
-	       view_human(view_num(p, "leased"), b, sizeof(b)),
+	       stats_human(view_num(p, "retained"), a, sizeof(a)),
+	       stats_human(view_num(p, "leased"), b, sizeof(b)),
 	       (unsigned long long)view_num(p, "growths"));
 	pools_note(p, note, sizeof(note));
 	if (json_is_string(json_object_get(p, "pools_off")))
 		printf("%s\n", note + 2); /* past the ", " */
 	else if (note[0] != '\0')
 		printf("max_size lowered to %s to fit the address space granted\n",
-		       view_human(view_num(p, "max_size"), c, sizeof(c)));
+		       stats_human(view_num(p, "max_size"), c, sizeof(c)));
 	printf("%8s %-16s %10s %6s %10s %10s %10s %8s %8s %8s %s\n", "TID", "NAME", "ALLOCS",
 	       "HIT%", "RETAINED", "LEASED", "PEAK", "GROWTHS", "RFREE-IN", "RFREE-OUT", "STATE");
 	json_array_foreach(json_object_get(p, "thread_table"), i, t)
@@ -286,16 +269,16 @@ static void print_threads(const json_t *p)
 		printf("%8llu %-16s %10llu %6s %10s %10s %10s %8llu %8llu %8llu %s\n",
 		       (unsigned long long)view_num(t, "tid"), view_str(t, "name"),
 		       (unsigned long long)view_num(t, "allocs"), h,
-		       view_human(view_num(t, "retained"), a, sizeof(a)),
-		       view_human(view_num(t, "leased"), b, sizeof(b)),
-		       view_human(view_num(t, "peak_leased"), pk, sizeof(pk)),
+		       stats_human(view_num(t, "retained"), a, sizeof(a)),
+		       stats_human(view_num(t, "leased"), b, sizeof(b)),
+		       stats_human(view_num(t, "peak_leased"), pk, sizeof(pk)),
 		       (unsigned long long)view_num(t, "growths"),
 		       (unsigned long long)view_num(t, "remote_frees_in"),
 		       (unsigned long long)view_num(t, "remote_frees_out"), view_str(t, "state"));
 	}
 	if (view_num(p, "depot_bytes") != 0 || view_num(p, "threads_exited") != 0)
 		printf("depot %s, %llu exited threads folded in\n",
-		       view_human(view_num(p, "depot_bytes"), c, sizeof(c)),
+		       stats_human(view_num(p, "depot_bytes"), c, sizeof(c)),
 		       (unsigned long long)view_num(p, "threads_exited"));
 }
 
@@ -310,9 +293,9 @@ static void print_owners(const json_t *v)
 	json_array_foreach(json_object_get(v, "owners"), i, o)
 	        printf("%4llu %-10s %-20s %10s %10s %10s %8llu %10llu %8llu %8llu %s\n",
 	               (unsigned long long)view_num(o, "id"), view_str(o, "kind"),
-	               view_str(o, "name"), view_human(view_num(o, "retained"), a, sizeof(a)),
-	               view_human(view_num(o, "leased"), b, sizeof(b)),
-	               view_human(view_num(o, "panel_bytes"), c, sizeof(c)),
+	               view_str(o, "name"), stats_human(view_num(o, "retained"), a, sizeof(a)),
+	               stats_human(view_num(o, "leased"), b, sizeof(b)),
+	               stats_human(view_num(o, "panel_bytes"), c, sizeof(c)),
 	               (unsigned long long)view_num(o, "growths"),
 	               (unsigned long long)view_num(o, "dispatches"),
 	               (unsigned long long)view_num(o, "parks"),
@@ -324,8 +307,8 @@ static const char *class_range(const json_t *k, char *buf, size_t len)
 {
 	char a[32], b[32];
 
-	snprintf(buf, len, "%s-%s", view_human(view_num(k, "size_min"), a, sizeof(a)),
-	         view_human(view_num(k, "size"), b, sizeof(b)));
+	snprintf(buf, len, "%s-%s", stats_human(view_num(k, "size_min"), a, sizeof(a)),
+	         stats_human(view_num(k, "size"), b, sizeof(b)));
 	return buf;
 }
 
@@ -369,7 +352,7 @@ static void sizes_footer(const json_t *v)
 	if (first != NULL)
 		printf("smallest pooled requests at %s\n", class_range(first, a, sizeof(a)));
 	printf("requests below min_size (%s) are not pooled: %llu calls passed through\n",
-	       view_human(view_num(v, "min_size"), b, sizeof(b)),
+	       stats_human(view_num(v, "min_size"), b, sizeof(b)),
 	       (unsigned long long)view_num(v, "passthrough"));
 }
 
@@ -402,16 +385,16 @@ static void print_sizes(const json_t *v)
 		       (unsigned long long)view_num(k, "larger_hits"),
 		       (unsigned long long)view_num(k, "depot_hits"),
 		       (unsigned long long)view_num(k, "misses"),
-		       view_human(view_num(k, "idle_bytes"), a, sizeof(a)),
-		       view_human(view_num(k, "leased_bytes"), b, sizeof(b)), bar);
+		       stats_human(view_num(k, "idle_bytes"), a, sizeof(a)),
+		       stats_human(view_num(k, "leased_bytes"), b, sizeof(b)), bar);
 	}
 	printf("%-22s %10llu %6s %8llu %8llu %8llu %10s %10s\n", "total",
 	       (unsigned long long)view_num(t, "requests"), "",
 	       (unsigned long long)view_num(t, "larger_hits"),
 	       (unsigned long long)view_num(t, "depot_hits"),
 	       (unsigned long long)view_num(t, "misses"),
-	       view_human(view_num(t, "idle_bytes"), a, sizeof(a)),
-	       view_human(view_num(t, "leased_bytes"), b, sizeof(b)));
+	       stats_human(view_num(t, "idle_bytes"), a, sizeof(a)),
+	       stats_human(view_num(t, "leased_bytes"), b, sizeof(b)));
 	sizes_footer(v);
 }
 
@@ -443,8 +426,8 @@ static void print_history(const json_t *v)
 		       (unsigned long long)view_num(s, "threads"),
 		       (unsigned long long)view_num(s, "allocs"), h,
 		       (unsigned long long)view_num(s, "growths"),
-		       view_human(view_num(s, "retained"), a, sizeof(a)),
-		       view_human(view_num(s, "leased"), b, sizeof(b)));
+		       stats_human(view_num(s, "retained"), a, sizeof(a)),
+		       stats_human(view_num(s, "leased"), b, sizeof(b)));
 	}
 }
 
@@ -630,7 +613,7 @@ static void print_record(struct trace_ctx *tc, const json_t *r)
 	clock_of(view_num(r, "time_ns"), t, sizeof(t));
 	printf("%8llu %-12s %8llu %10s %5llu %4lld %4lld %-12s %s\n",
 	       (unsigned long long)view_num(r, "seq"), t, (unsigned long long)view_num(r, "tid"),
-	       view_human(view_num(r, "bytes"), sz, sizeof(sz)),
+	       stats_human(view_num(r, "bytes"), sz, sizeof(sz)),
 	       (unsigned long long)view_num(r, "class"),
 	       (long long)json_integer_value(json_object_get(r, "cpu")),
 	       (long long)json_integer_value(json_object_get(r, "node")),
@@ -858,8 +841,8 @@ static void print_interval(const json_t *o)
 	       json_real_value(json_object_get(o, "allocs_per_s")), h,
 	       json_real_value(json_object_get(o, "growths_per_s")),
 	       json_real_value(json_object_get(o, "frees_per_s")),
-	       view_human(view_num(o, "retained"), a, sizeof(a)),
-	       view_human(view_num(o, "leased"), b, sizeof(b)), view_str(o, "state"),
+	       stats_human(view_num(o, "retained"), a, sizeof(a)),
+	       stats_human(view_num(o, "leased"), b, sizeof(b)), view_str(o, "state"),
 	       json_is_true(json_object_get(o, "new_image")) ? " (new image: exec)" : "");
 }
 

@@ -57,7 +57,5 @@ bool view_put_json(const json_t *v, size_t flags);
  * ("" when absent). */
 uint64_t view_num(const json_t *o, const char *key);
 const char *view_str(const json_t *o, const char *key);
-/* Bytes in human units into buf: "512 B", "1.5 MiB". Returns buf. */
-const char *view_human(uint64_t v, char *buf, size_t len);
 
 #endif /* SCRATCH_STATS_VIEWS_H */

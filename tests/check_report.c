@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../stats/common.h"
 #include "../stats/report.h"
 #include "../stats/report_svg.h"
 #include "../stats/thread_history.h"
@@ -91,10 +92,10 @@ START_TEST(human_sizes)
 {
 	char b[32];
 
-	ck_assert_str_eq(human_bytes(0, b, sizeof(b)), "0 B");
-	ck_assert_str_eq(human_bytes(1023, b, sizeof(b)), "1023 B");
-	ck_assert_str_eq(human_bytes(1536, b, sizeof(b)), "1.5 KiB");
-	ck_assert_str_eq(human_bytes(3u << 20, b, sizeof(b)), "3.0 MiB");
+	ck_assert_str_eq(stats_human(0, b, sizeof(b)), "0 B");
+	ck_assert_str_eq(stats_human(1023, b, sizeof(b)), "1023 B");
+	ck_assert_str_eq(stats_human(1536, b, sizeof(b)), "1.5 KiB");
+	ck_assert_str_eq(stats_human(3u << 20, b, sizeof(b)), "3.0 MiB");
 }
 END_TEST
 
