@@ -682,21 +682,26 @@ report churn
 }
 
 # --- 2. stats and tracing on versus off --------------------------------------
-bench_stats() {
-# On and off take turns to run first: on this machine the second run of a
-# back-to-back pair is the faster one, by 3-4% (measured both ways round),
-# which a fixed order would charge to one side.
-r=1
-while [ "$r" -le "$orounds" ]; do
-	progress "stats on/off, round $r of $orounds"
-	order="shim-glibc shim-glibc-nostats"
-	[ $((r % 2)) = 0 ] && order="shim-glibc-nostats shim-glibc"
-	for cfg in $order; do
-		# shellcheck disable=SC2086 # dargs splits into options on purpose
-		run stats "$cfg" decode $dargs
+# paired_rounds TABLE WHAT A B: $orounds rounds of the decode loop under
+# configurations A and B, which take turns to run first: on this machine
+# the second run of a back-to-back pair is the faster one, by 3-4%
+# (measured both ways round), which a fixed order would charge to one side.
+paired_rounds() {
+	r=1
+	while [ "$r" -le "$orounds" ]; do
+		progress "$2, round $r of $orounds"
+		order="$3 $4"
+		[ $((r % 2)) = 0 ] && order="$4 $3"
+		for cfg in $order; do
+			# shellcheck disable=SC2086 # dargs splits into options on purpose
+			run "$1" "$cfg" decode $dargs
+		done
+		r=$((r + 1))
 	done
-	r=$((r + 1))
-done
+}
+
+bench_stats() {
+paired_rounds stats "stats on/off" shim-glibc shim-glibc-nostats
 # The same comparison without the noise: instructions of a short run of the
 # loop (callgrind; every growth, and so every trace record, is in it).
 for cfg in shim-glibc shim-glibc-nostats; do
@@ -721,17 +726,7 @@ report stats
 
 # --- 2a. the locality audit's cost on its host --------------------------------
 bench_audit() {
-r=1
-while [ "$r" -le "$orounds" ]; do
-	progress "audit on/off, round $r of $orounds"
-	order="shim-glibc shim-glibc-audit"
-	[ $((r % 2)) = 0 ] && order="shim-glibc-audit shim-glibc"
-	for cfg in $order; do
-		# shellcheck disable=SC2086 # dargs splits into options on purpose
-		run audit "$cfg" decode $dargs
-	done
-	r=$((r + 1))
-done
+paired_rounds audit "audit on/off" shim-glibc shim-glibc-audit
 cat <<EOF
 
 2a. The locality audit's cost on its host (issue 14): the decode loop (workers allocate) under
