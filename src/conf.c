@@ -84,7 +84,9 @@ void scratch__conf_defaults(struct scratch__conf *conf)
 	        .decay_ms = 10000,
 	        .decay_thread = true,
 	        .reserve = 64 * GIB,
-	        .thp = true,
+	        /* as the system has it (THP in madvise mode: small pages), as
+	         * jemalloc's thp:default, tcmalloc and mimalloc do */
+	        .thp = false,
 	        .stats = true,
 	        .trace = true,
 	        .trace_frames = 8,

@@ -152,6 +152,12 @@ SCRATCH_HIDDEN void *scratch__os_map_file(int fd, size_t size, bool writable, vo
 /* Move the mapping [from, from + size) to to, replacing what is there
  * (mremap MREMAP_FIXED). 0 or -errno; on failure nothing moved. */
 SCRATCH_HIDDEN int scratch__os_move(void *from, void *to, size_t size);
+/* Move the pages of [from, from + size) to to, replacing what is there,
+ * and leave the old range mapped and empty (mremap MREMAP_DONTUNMAP,
+ * Linux 5.7; from and to private anonymous). 0 or -errno (EFAULT: the
+ * range spans mappings and the kernel, before 6.17, moves only within
+ * one); on failure nothing moved. errno is kept. */
+SCRATCH_HIDDEN int scratch__os_move_pages(void *from, void *to, size_t size);
 /* An anonymous file (memfd, close-on-exec) of size bytes: the fd, or -errno. */
 SCRATCH_HIDDEN int scratch__os_memfd(const char *name, size_t size);
 /* Directory entries of fd into buf as struct linux_dirent64 records

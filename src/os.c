@@ -74,6 +74,21 @@ int scratch__os_move(void *from, void *to, size_t size)
 	return 0;
 }
 
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4 /* Linux 5.7 */
+#endif
+
+int scratch__os_move_pages(void *from, void *to, size_t size)
+{
+	int saved = errno, err = 0;
+
+	if (mremap(from, size, size, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, to) ==
+	    MAP_FAILED)
+		err = -errno;
+	errno = saved;
+	return err;
+}
+
 int scratch__os_memfd(const char *name, size_t size)
 {
 	int fd = memfd_create(name, MFD_CLOEXEC);

@@ -137,7 +137,11 @@ struct blk {
 	uint8_t cls;
 	uint8_t state;
 	uint8_t fresh; /* pages read as zero (never written since carve/decommit) */
-	uint8_t pad[3];
+	uint8_t pad;
+	/* 2 MiB units at the block's start that are one mapping of their own:
+	 * pages moved in (block_move); 0 when none ever were. An address's
+	 * property, kept while the block empties and refills. */
+	uint16_t mv;
 	/* When it went idle: CACHED, its owner's frees count at the release
 	 * (the cache's clock, see decay marks), or STAMP_MS | the monotonic
 	 * ms of a remote drain into the bins; DEPOT, the monotonic ms of the
@@ -238,6 +242,9 @@ static struct {
 	pthread_key_t key;
 	bool key_ok;
 	uint64_t born_ms; /* monotonic at setup: the decay thread waits a period */
+	/* block_move: the kernel moves no pages (before Linux 5.7, or refused),
+	 * or moves them only within one mapping (before 6.17) */
+	bool move_off, move_one_map;
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER, .min = UINT64_C(16) << 10};
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -873,30 +880,87 @@ static void depot_put(uint32_t id)
 	block_empty(id);
 }
 
-/* Give an idle block's pages back to the OS and keep its address for its
+/* Give an idle block's pages from byte from on back to the OS (those
+ * before it were moved away: block_move) and keep its address for its
  * class. Drops g.lock around madvise. */
-static void block_empty(uint32_t id)
+static void block_empty_from(uint32_t id, uint64_t from)
 {
 	struct blk *d = &g.blk[id];
 	unsigned bin = d->cls;
 	uint64_t cap = g.cls_size[bin];
 
 	SCRATCH_ASSERT(d->state == BLK_LEASED || d->state == BLK_CACHED || d->state == BLK_REMOTE);
+	SCRATCH_ASSERT(from <= cap);
 	d->owner = 0;
 	d->state = BLK_EMPTY;
 	scratch__segment_block_state(id, SCRATCH_SEG_BLK_EMPTY);
-	pthread_mutex_unlock(&g.lock);
-	scratch__os_decommit((void *)blk_addr(d), cap);
-	pthread_mutex_lock(&g.lock);
+	if (from < cap) {
+		pthread_mutex_unlock(&g.lock);
+		scratch__os_decommit((void *)(blk_addr(d) + from), cap - from);
+		pthread_mutex_lock(&g.lock);
+	}
 	d->fresh = 1;
 	d->ext = 0;
 	d->next = g.empty_head[bin];
 	g.empty_head[bin] = id;
 	g.live_blocks--;
 	proc_begin();
-	SCRATCH__ADD(&g.proc->trimmed, cap);
+	SCRATCH__ADD(&g.proc->trimmed, cap - from);
 	SCRATCH__SUB(&g.pcls->live[CLS(bin)], 1);
 	proc_end();
+}
+
+static void block_empty(uint32_t id)
+{
+	block_empty_from(id, 0);
+}
+
+/*
+ * Move the pages of idle block src into block dst, which has a larger
+ * class, at byte off of it, at most room bytes (both multiples of 2 MiB):
+ * a 2 MiB page moves as one page-table entry, in microseconds, where
+ * faulting it again costs milliseconds on some machines. src's range
+ * stays mapped and empty. Only src's 2 MiB-aligned part moves (its pages
+ * beyond, if any, are the caller's to return). Returns the bytes moved, 0
+ * when the kernel would not (nothing moved). Both blocks are the caller's
+ * alone (src out of its cache, dst just carved); g.lock is not held.
+ *
+ * Every moved range becomes a mapping of its own, which the kernel never
+ * merges with its neighbours (they are not contiguous in its offsets), and
+ * kernels before 6.17 move only within one mapping. So a block remembers
+ * the mapping at its start that pages were moved into (mv); a block with
+ * none lies within one mapping up to its last whole huge page (a 2.5 MiB
+ * block's partial one has its own: carve_any). Where the kernel refuses a
+ * range across mappings, only src's first mapping moves, from then on.
+ */
+static uint64_t block_move(struct blk *src, struct blk *dst, uint64_t off, uint64_t room)
+{
+	uint64_t len = g.cls_size[src->cls] & ~(HUGE_SIZE - 1);
+	uint64_t mv = (uint64_t)src->mv * HUGE_SIZE;
+	void *from = (void *)blk_addr(src), *to = (void *)(blk_addr(dst) + off);
+	int err;
+
+	if (len > room)
+		len = room;
+	if (__atomic_load_n(&g.move_one_map, __ATOMIC_RELAXED) && mv != 0 && mv < len)
+		len = mv;
+	if (len == 0)
+		return 0;
+	err = scratch__os_move_pages(from, to, len);
+	if (err == -EFAULT && mv != 0 && mv < len) {
+		__atomic_store_n(&g.move_one_map, true, __ATOMIC_RELAXED);
+		len = mv;
+		err = scratch__os_move_pages(from, to, len);
+	}
+	if (err == -EINVAL || err == -EPERM || err == -ENOSYS)
+		__atomic_store_n(&g.move_off, true, __ATOMIC_RELAXED);
+	if (err != 0)
+		return 0;
+	/* dst's first mapping: this range, or the one before it, which ends here */
+	if (off == 0 || (uint64_t)dst->mv * HUGE_SIZE > off)
+		dst->mv = (uint16_t)((off == 0 ? len : off) / HUGE_SIZE);
+	dst->fresh = 0;
+	return len;
 }
 
 /* The highest class whose blocks a request of size may take: capacity at
@@ -1093,6 +1157,7 @@ static void tc_fold(struct tcache *tc)
 	SCRATCH__ADD(&e->passthrough, s.passthrough);
 	SCRATCH__ADD(&e->peak_leased, s.peak_leased);
 	SCRATCH__ADD(&e->growth_bytes, s.growth_bytes);
+	SCRATCH__ADD(&e->moved_bytes, s.moved_bytes);
 	SCRATCH__ADD(&e->larger_hits, s.larger_hits);
 	SCRATCH__ADD(&e->remote_in, s.remote_in);
 	class_fold(&g.pcls->exited, scratch__cls(tc->c));
@@ -1979,19 +2044,20 @@ static unsigned growth_class(const struct tcache *tc, uint64_t size, unsigned bi
 }
 
 /*
- * The idle bytes tc gives back when it carves bytes more: what its cache
- * holds beyond 1/8 of what it will have leased, at most bytes. A growing
+ * The idle bytes tc gives back when it carves a block of lease bytes with
+ * bytes of new pages: what its cache holds beyond 1/8 of what it will
+ * have leased, at most bytes. A growing
  * buffer leaves the block it outgrew idle (half or more of the new one),
  * which goes; a live set of many blocks whose sizes vary keeps a few idle
  * ones, which serve its next requests without new pages: returning them
  * at every miss only to fault them again cost that host (bench/churn)
  * three quarters of its faults.
  */
-static uint64_t shed_bytes(const struct tcache *tc, uint64_t bytes)
+static uint64_t shed_bytes(const struct tcache *tc, uint64_t lease, uint64_t bytes)
 {
 	uint64_t leased =
 	        tc->c->leased - __atomic_load_n(&tc->c->remote_in_bytes, __ATOMIC_RELAXED);
-	uint64_t keep = (leased + bytes) / 8;
+	uint64_t keep = (leased + lease) / 8;
 
 	if (tc->cached_bytes <= keep)
 		return 0;
@@ -1999,19 +2065,20 @@ static uint64_t shed_bytes(const struct tcache *tc, uint64_t bytes)
 }
 
 /*
- * A new block of bytes for a request of class bin: tc's idle blocks of the
- * classes below could not serve it, and a growing buffer (or a working set
- * that moved up) leaves them behind. Their pages go back now, the smallest
+ * A new block of lease bytes for a request of class bin, bytes of it new
+ * pages (the rest moved in: carve_move): tc's idle blocks of the classes
+ * below could not serve it, and a growing buffer (or a working set that
+ * moved up) leaves them behind. Their pages go back now, the smallest
  * classes first and up to shed_bytes() of them, so the new pages replace
  * old ones instead of adding to them and no trail of resident idle blocks
  * stays; their addresses stay with their classes. Under g.lock (dropped
  * around each madvise); tc is the caller's, busy.
  */
-static void carve_shed(struct tcache *tc, unsigned bin, uint64_t bytes)
+static void carve_shed(struct tcache *tc, unsigned bin, uint64_t lease, uint64_t bytes)
 {
 	uint64_t shed = 0;
 
-	bytes = shed_bytes(tc, bytes);
+	bytes = shed_bytes(tc, lease, bytes);
 	for (unsigned b = g.cls_base; b < bin && shed < bytes; b++)
 		while (tc->bins[b].head != 0 && shed < bytes) {
 			shed += g.cls_size[b];
@@ -2019,6 +2086,66 @@ static void carve_shed(struct tcache *tc, unsigned bin, uint64_t bytes)
 		}
 	if (shed != 0)
 		count_retained(tc->c, -(int64_t)shed);
+}
+
+/* The class of tc's idle block below bin with the most pages to move
+ * that fit in room bytes: the largest extent, the newest of each class; 0
+ * when none has any. */
+static unsigned move_source(const struct tcache *tc, unsigned bin, uint64_t room)
+{
+	unsigned best = 0;
+
+	for (unsigned b = g.cls_base; b < bin; b++) {
+		uint32_t h = tc->bins[b].head;
+		uint64_t ext = h != 0 ? g.blk[h].ext : 0;
+
+		if (ext != 0 && g.cls_size[b] >= HUGE_SIZE && ext <= room &&
+		    (best == 0 || ext >= g.blk[tc->bins[best].head].ext))
+			best = b;
+	}
+	return best;
+}
+
+/*
+ * A new block dst for a request of size (class bin) starts with the pages
+ * of tc's idle blocks below bin, which could not serve it, the ones with
+ * the most pages first, while their pages fit in the request: those move (block_move)
+ * rather than go back to the OS to be faulted again in dst, and the blocks
+ * empty; what did not move goes back. Returns the capacity that left tc's
+ * cache, with the bytes moved in *ret_moved. Under g.lock (dropped around
+ * each move); tc is the caller's, busy.
+ */
+static uint64_t carve_move(struct tcache *tc, unsigned bin, uint64_t size, uint32_t dst,
+                           uint64_t *ret_moved)
+{
+	const uint64_t want = (size + HUGE_SIZE - 1) & ~(HUGE_SIZE - 1);
+	uint64_t off = 0, out = 0;
+
+	*ret_moved = 0;
+	unsigned b;
+
+	while (off < want && !__atomic_load_n(&g.move_off, __ATOMIC_RELAXED) &&
+	       (b = move_source(tc, bin, want - off)) != 0) {
+		uint32_t id = bin_pop(tc, b);
+		struct blk *src = &g.blk[id];
+		uint64_t ext = (src->ext + HUGE_SIZE - 1) & ~(HUGE_SIZE - 1), moved;
+
+		pthread_mutex_unlock(&g.lock);
+		moved = block_move(src, &g.blk[dst], off, want - off);
+		pthread_mutex_lock(&g.lock);
+		block_empty_from(id, moved);
+		count_retained(tc->c, -(int64_t)g.cls_size[b]);
+		out += g.cls_size[b];
+		*ret_moved += moved;
+		if (moved == 0)
+			break;
+		/* the next block's pages go after the ones this block is known
+		 * to have had */
+		off += moved < ext ? moved : ext;
+	}
+	if (off != 0)
+		g.blk[dst].ext = off < size ? off : size;
+	return out;
 }
 
 /* A cache hit on the slow path: of class got, for a request of class bin. */
@@ -2041,6 +2168,7 @@ static uint32_t count_cache_hit(struct tcache *tc, uint32_t id, unsigned got, un
 static uint32_t depot_or_carve(struct tcache *tc, uint64_t size, unsigned bin, bool *ret_fresh)
 {
 	unsigned got, want;
+	uint64_t moved = 0;
 	uint32_t id;
 
 	pthread_mutex_lock(&g.lock);
@@ -2069,8 +2197,12 @@ static uint32_t depot_or_carve(struct tcache *tc, uint64_t size, unsigned bin, b
 		tc_flush_locked(tc);
 		id = carve(want = bin);
 	}
-	if (id != 0)
-		carve_shed(tc, bin, g.cls_size[want]);
+	if (id != 0) {
+		uint64_t out = carve_move(tc, bin, size, id, &moved);
+
+		if (out < g.cls_size[want])
+			carve_shed(tc, bin, g.cls_size[want], g.cls_size[want] - out);
+	}
 	pthread_mutex_unlock(&g.lock);
 	if (id == 0)
 		return 0;
@@ -2082,6 +2214,7 @@ static uint32_t depot_or_carve(struct tcache *tc, uint64_t size, unsigned bin, b
 	count_lease_in(tc->c, g.cls_size[want], &tc->c->misses);
 	count_class_lease(scratch__cls(tc->c), scratch__cls(tc->c)->misses, bin, want, false);
 	SCRATCH__ADD(&tc->c->growth_bytes, g.cls_size[want]);
+	SCRATCH__ADD(&tc->c->moved_bytes, moved);
 	scratch__seq_end(&tc->c->seq);
 	check_thread(tc->c);
 	scratch__segment_block_carved(
@@ -2662,6 +2795,7 @@ static void stats_from_totals(struct scratch_stats *st, const struct scratch_seg
 	st->peak_leased = t->peak_leased;
 	st->trimmed = t->trimmed;
 	st->threads = t->threads_seen;
+	st->moved = t->moved_bytes;
 }
 
 /* scratch_seg_totals()'s walk over the thread slots in use (*ctx: the

@@ -56,7 +56,7 @@ extern "C" {
  *   retained == bytes of pool blocks held (idle in caches or the depot, or lent)
  *   allocs == hits + depot_hits + misses
  */
-#define SCRATCH_STATS_VERSION 1
+#define SCRATCH_STATS_VERSION 2
 
 struct scratch_stats {
 	uint32_t size;             /* in: sizeof(struct scratch_stats) */
@@ -74,6 +74,9 @@ struct scratch_stats {
 	uint64_t peak_leased;      /* highest leased seen (total: sum of per-thread peaks) */
 	uint64_t trimmed;          /* bytes returned to the OS so far */
 	uint64_t threads;          /* threads counted (live and exited) */
+	/* version 2: bytes of pages moved from idle blocks into new ones, which
+	 * a growth did not fault again */
+	uint64_t moved;
 };
 
 /*

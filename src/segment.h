@@ -238,7 +238,10 @@ struct scratch__counters {
 	uint64_t peak_leased;
 	uint64_t growth_bytes; /* bytes of fresh blocks this thread grew */
 	uint64_t larger_hits;  /* hits (cache or depot) on an idle block of a larger class */
-	uint64_t pad0[3];
+	/* bytes of pages moved from this thread's idle blocks into its new
+	 * ones, not faulted again (a padding word before: 0 from older writers) */
+	uint64_t moved_bytes;
+	uint64_t pad0[2];
 	/* written by other threads (atomic add), on their own cache line */
 	uint64_t remote_in __attribute__((aligned(SCRATCH_CACHELINE)));
 	uint64_t remote_in_bytes;
@@ -362,6 +365,7 @@ struct scratch_seg_totals {
 	uint64_t remote_in, remote_out, passthrough;
 	uint64_t retained, leased, peak_leased, growth_bytes;
 	uint64_t trimmed, threads_seen, exited_threads, depot_bytes;
+	uint64_t moved_bytes;
 };
 
 /* Stores the next counted thread's counters (a consistent copy of a slot
@@ -384,6 +388,7 @@ static inline void scratch_seg_totals_add(struct scratch_seg_totals *t,
 	t->leased += scratch_seg_leased(c);
 	t->peak_leased += c->peak_leased;
 	t->growth_bytes += c->growth_bytes;
+	t->moved_bytes += c->moved_bytes;
 }
 
 /*

@@ -106,6 +106,9 @@ static const struct field counter_fields[] = {
             C_ALL, C_PROC, peak_leased),
         TOT("growth_bytes", "growth_bytes_total", FIELD_COUNTER, "Bytes of fresh blocks grown",
             C_ALL, C_PROC, growth_bytes),
+        TOT("moved_bytes", "moved_bytes_total", FIELD_COUNTER,
+            "Bytes of pages moved from idle blocks into growing ones, not faulted again", C_ALL,
+            C_PROC, moved_bytes),
         TOT("trimmed", "trimmed_bytes_total", FIELD_COUNTER, "Bytes returned to the OS",
             C_PROC | C_SAMPLE, C_PROC, trimmed),
         TOT("depot_bytes", "depot_bytes", FIELD_GAUGE, "Idle bytes in the depot", C_PROC | C_SAMPLE,
@@ -129,6 +132,7 @@ static void thread_totals(const struct scratch__counters *c, struct segread_tota
 	        .leased = segread_leased(c),
 	        .peak_leased = c->peak_leased,
 	        .growth_bytes = c->growth_bytes,
+	        .moved_bytes = c->moved_bytes,
 	};
 }
 

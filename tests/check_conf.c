@@ -40,7 +40,7 @@ START_TEST(test_defaults)
 	ck_assert(c.enabled);
 	ck_assert_uint_eq(c.min_size, 64 << 10);
 	ck_assert_uint_eq(c.max_size, 1 << 30);
-	ck_assert(c.stats && c.trace && c.thp && c.inherit && !c.keep_segment);
+	ck_assert(c.stats && c.trace && !c.thp && c.inherit && !c.keep_segment);
 	ck_assert(!c.verbose);
 	/* jemalloc's figures: lg_extent_max_active_fit 6 and dirty_decay_ms */
 	ck_assert_uint_eq(c.max_fit, 64);
@@ -137,7 +137,7 @@ START_TEST(test_messages)
 	                 "using 64K");
 	parse("thp:maybe", &c, &w);
 	ck_assert_str_eq(w.last,
-	                 "invalid value for thp: 'maybe' (expected true or false), using true");
+	                 "invalid value for thp: 'maybe' (expected true or false), using false");
 	parse("cache_count:4K", &c, &w);
 	ck_assert_str_eq(w.last,
 	                 "invalid value for cache_count: '4K' (expected a whole number from 0 "

@@ -25,7 +25,7 @@
 /* The counters of a process, a thread and a history sample (prefix P). */
 #define COUNTERS(P)                                                                                \
 	P "allocs", P "depot_hits", P "frees", P "growth_bytes", P "growths", P "hit_rate",        \
-	        P "hits", P "leased", P "passthrough", P "peak_leased", P "remote_frees_in",       \
+	        P "hits", P "leased", P "moved_bytes", P "passthrough", P "peak_leased", P "remote_frees_in",       \
 	        P "remote_frees_out", P "retained"
 
 #define REGISTRY(P)                                                                                \
@@ -146,6 +146,7 @@ static const char *const families[] = {
         "scratch_growth_bytes_total counter",
         "scratch_growths_total counter",
         "scratch_leased_bytes gauge",
+        "scratch_moved_bytes_total counter",
         "scratch_passthrough_calls_total counter",
         "scratch_peak_leased_bytes gauge",
         "scratch_remote_frees_total counter",

@@ -1301,45 +1301,131 @@ END_TEST
 /* A miss returns the pages of the thread's smaller idle blocks only beyond
  * 1/8 of what the thread will have leased: a live set of many blocks keeps
  * a few idle ones (they serve its next requests without new pages), a
- * thread whose idle block is large beside what it leases returns it. */
+ * thread whose idle blocks are large beside what it leases returns them.
+ * Blocks below 2 MiB, whose pages never move (test_growth_moves_pages). */
 START_TEST(test_shed_keeps_an_eighth)
 {
-	void *live, *i4, *i2, *n, *m;
-	uint64_t held, trimmed;
+	void *live, *ia, *ib, *n, *small[8];
+	uint64_t held;
 
 	conf_add("decay_ms:0");
 	live = scratch_acquire(64 * MIB);
-	i4 = scratch_acquire(4 * MIB);
-	i2 = scratch_acquire(2 * MIB); /* misses that fall: no growth block */
-	held = 70 * MIB;
+	ia = scratch_acquire(MIB);
+	ib = scratch_acquire(512 * KIB);
+	held = 64 * MIB + MIB + 512 * KIB;
 	expect_pool(held, held);
-	scratch_release(i4);
-	scratch_release(i2);
+	scratch_release(ia);
+	scratch_release(ib);
 	expect_pool(held, 64 * MIB);
-	/* leased 64 MiB + 8 MiB: 9 MiB may stay idle, 6 MiB is */
+	/* leased 64 MiB + 8 MiB: 9 MiB may stay idle, 1.5 MiB is */
 	n = scratch_acquire(8 * MIB);
 	held += 8 * MIB;
 	expect_pool(held, 72 * MIB);
 	ck_assert_uint_eq(total_stats().trimmed, 0);
-	ck_assert_ptr_eq(scratch_acquire(2 * MIB), i2); /* kept, with its pages */
-	expect_pool(held, 74 * MIB);
-	scratch_release(i2);
+	ck_assert_uint_eq(total_stats().moved, 0);
+	ck_assert_ptr_eq(scratch_acquire(512 * KIB), ib); /* kept, with its pages */
+	scratch_release(ib);
 	scratch_release(live);
 	scratch_release(n);
+	scratch_release(scratch_acquire(16 * MIB)); /* takes the 64 MiB block */
+	scratch_trim();
+	held = 0;
 	expect_pool(held, 0);
-	/* The 8 MiB block lent again, 70 MiB idle: a 128 MiB miss (more than
-	 * the 64 MiB block holds) may keep (8 + 128) / 8 = 17 MiB idle, so 53
-	 * MiB go, whole blocks, the smallest classes first: 2, 4, then 64. */
-	n = scratch_acquire(8 * MIB);
-	expect_pool(held, 8 * MIB);
-	m = scratch_acquire(128 * MIB);
-	ck_assert_ptr_nonnull(m);
-	trimmed = total_stats().trimmed;
-	ck_assert_uint_eq(trimmed, 70 * MIB);
-	held = held - 70 * MIB + scratch_usable_size(m);
-	expect_pool(held, 8 * MIB + scratch_usable_size(m));
-	scratch_release(m);
+	/* eight idle 1 MiB blocks and nothing lent: a 16 MiB miss may keep
+	 * 16 / 8 = 2 MiB idle, so six go, whole blocks */
+	for (int i = 0; i < 8; i++)
+		small[i] = scratch_acquire(MIB);
+	for (int i = 0; i < 8; i++)
+		scratch_release(small[i]);
+	held = 8 * MIB;
+	expect_pool(held, 0);
+	n = scratch_acquire(16 * MIB);
+	ck_assert_ptr_nonnull(n);
+	held = 2 * MIB + scratch_usable_size(n);
+	expect_pool(held, scratch_usable_size(n));
+	ck_assert_uint_eq(total_stats().trimmed - 64 * MIB - 8 * MIB - 1536 * KIB, 6 * MIB);
 	scratch_release(n);
+	expect_pool(held, 0);
+}
+END_TEST
+
+/* Resident pages in [p, p + len), by mincore(2). */
+static size_t resident_bytes(const void *p, size_t len)
+{
+	unsigned char vec[8192];
+	size_t n = len / (4 * KIB), res = 0;
+
+	ck_assert_uint_le(n, sizeof(vec));
+	ck_assert_int_eq(mincore((void *)p, len, vec), 0);
+	for (size_t i = 0; i < n; i++)
+		res += vec[i] & 1;
+	return res * 4 * KIB;
+}
+
+/*
+ * A miss that outgrows the thread's idle blocks starts its new block with
+ * their pages, moved (mremap), not returned and faulted again: the data
+ * written into them is in the new block, the old blocks hold no page and
+ * come back fresh, nothing is returned to the OS, and the equations hold.
+ * An idle block whose pages would not fit in the request is not moved;
+ * the shed bound (test_shed_keeps_an_eighth) decides whether it stays.
+ */
+START_TEST(test_growth_moves_pages)
+{
+	char *a, *b, *c, *big, *again;
+	uint64_t held;
+
+	conf_add("decay_ms:0");
+	a = scratch_acquire(20 * MIB);
+	b = scratch_acquire(10 * MIB);
+	c = scratch_acquire(60 * MIB);
+	ck_assert_ptr_nonnull(c);
+	memset(a, 0xa1, 20 * MIB);
+	memset(b, 0xb2, 10 * MIB);
+	memset(c, 0xc3, 4 * MIB); /* 60 MiB of capacity, 4 MiB of pages */
+	held = scratch_usable_size(a) + scratch_usable_size(b) + scratch_usable_size(c);
+	scratch_release(a);
+	scratch_release(b);
+	expect_pool(held, scratch_usable_size(c));
+	/* 32 MiB: the 20 and the 10 MiB blocks' pages fit, in that order */
+	big = scratch_acquire(32 * MIB);
+	ck_assert_ptr_nonnull(big);
+	ck_assert_uint_eq(thread_stats().misses, 4);
+	ck_assert_uint_eq(total_stats().moved, 30 * MIB);
+	ck_assert_uint_eq(total_stats().trimmed, 0);
+	ck_assert_int_eq(big[0], (char)0xa1);
+	ck_assert_int_eq(big[20 * MIB - 1], (char)0xa1);
+	ck_assert_int_eq(big[20 * MIB], (char)0xb2);
+	ck_assert_int_eq(big[30 * MIB - 1], (char)0xb2);
+	ck_assert_uint_eq(resident_bytes(a, 20 * MIB), 0);
+	ck_assert_uint_eq(resident_bytes(b, 10 * MIB), 0);
+	expect_pool(scratch_usable_size(c) + scratch_usable_size(big),
+	            scratch_usable_size(c) + scratch_usable_size(big));
+	/* an emptied block comes back fresh, at its address */
+	again = scratch_acquire_zeroed(20 * MIB);
+	ck_assert_ptr_eq(again, a);
+	ck_assert_int_eq(again[0], 0);
+	ck_assert_int_eq(again[20 * MIB - 1], 0);
+	scratch_release(again);
+	scratch_release(big);
+	scratch_release(c);
+	/* 100 MiB: c's 64 MiB (of which it wrote 4), then the 32 MiB block
+	 * after the 60 MiB c's requests may have written; a's 20 MiB would
+	 * not fit in the 8 MiB left, and is more than the 14 MiB (1/8 of the
+	 * new 112 MiB block) that may stay idle: its pages go back. Pages
+	 * move again and again: a's data is now at 60 MiB, b's at 80. */
+	big = scratch_acquire(100 * MIB);
+	ck_assert_ptr_nonnull(big);
+	held = scratch_usable_size(big);
+	ck_assert_uint_eq(total_stats().moved, 30 * MIB + 64 * MIB + 32 * MIB);
+	ck_assert_uint_eq(total_stats().trimmed, 20 * MIB);
+	ck_assert_int_eq(big[0], (char)0xc3);
+	ck_assert_int_eq(big[4 * MIB - 1], (char)0xc3);
+	ck_assert_int_eq(big[60 * MIB], (char)0xa1);
+	ck_assert_int_eq(big[80 * MIB], (char)0xb2);
+	expect_pool(held, held);
+	ck_assert_uint_eq(thread_stats().hits, 0);
+	scratch_release(big);
 	expect_pool(held, 0);
 }
 END_TEST
@@ -1566,7 +1652,7 @@ START_TEST(test_growth_one_block_per_doubling)
 	conf_add("decay_ms:0");
 	for (; size <= 96 * MIB; size += size / 8) {
 		struct scratch_stats before = thread_stats(), s;
-		uint64_t trimmed = total_stats().trimmed;
+		uint64_t trimmed = total_stats().trimmed, moved = total_stats().moved;
 
 		if (cur != NULL) {
 			scratch_release(cur);
@@ -1584,8 +1670,10 @@ START_TEST(test_growth_one_block_per_doubling)
 				ck_assert_uint_le(cap, 5 * size / 2);
 				doublings++;
 			}
-			/* the blocks it outgrew are gone, their pages with them */
-			ck_assert_uint_eq(total_stats().trimmed - trimmed, idle);
+			/* the blocks it outgrew are gone: their pages moved into
+			 * the new block, or (those that would not fit) returned */
+			ck_assert_uint_eq(total_stats().trimmed - trimmed + total_stats().moved - moved,
+			                  idle);
 			idle = 0;
 		} else {
 			ck_assert_uint_eq(scratch_usable_size(cur), cap); /* the same block */
@@ -2106,6 +2194,7 @@ Suite *pool_suite(void)
 	tcase_add_test(tc, test_larger_class_hit);
 	tcase_add_test(tc, test_larger_class_closest_fit);
 	tcase_add_test(tc, test_shed_keeps_an_eighth);
+	tcase_add_test(tc, test_growth_moves_pages);
 	tcase_add_test(tc, test_reuse_bound);
 	tcase_add_test(tc, test_reuse_bound_conf);
 	tcase_add_test(tc, test_depot_larger_class);
