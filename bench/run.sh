@@ -104,7 +104,7 @@ cfg_env() {
 	shim-glibc-nostats)
 		echo "LD_PRELOAD=$shim_glibc SCRATCH_RUNTIME_DIR=$T/run SCRATCH_CONF=stats:false,trace:false"
 		;;
-	shim-glibc-nothp) echo "LD_PRELOAD=$shim_glibc SCRATCH_RUNTIME_DIR=$T/run SCRATCH_CONF=thp:false" ;;
+	shim-glibc-thp) echo "LD_PRELOAD=$shim_glibc SCRATCH_RUNTIME_DIR=$T/run SCRATCH_CONF=thp:true" ;;
 	shim-jemalloc) echo "LD_PRELOAD=$shim_je SCRATCH_RUNTIME_DIR=$T/run" ;;
 	forward) echo "LD_PRELOAD=$forward" ;;
 	forward-jemalloc) echo "LD_PRELOAD=$forward_je:$je" ;;
@@ -270,8 +270,8 @@ report() {
 	}
 	# cname(c): the name of configuration c in the tables.
 	function cname(c,    n, i, a, b) {
-		n = split("floor glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc shim-glibc shim-jemalloc shim-glibc-nothp", a, " ")
-		split("floor (prealloc)|glibc|jemalloc|jemalloc tuned|jemalloc tuned -1|tcmalloc|mimalloc|shim on glibc|shim on jemalloc|shim, thp:false", b, "|")
+		n = split("floor glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc shim-glibc shim-jemalloc shim-glibc-thp", a, " ")
+		split("floor (prealloc)|glibc|jemalloc|jemalloc tuned|jemalloc tuned -1|tcmalloc|mimalloc|shim on glibc|shim on jemalloc|shim, thp:true", b, "|")
 		for (i = 1; i <= n; i++)
 			if (a[i] == c)
 				return b[i]
@@ -287,7 +287,7 @@ report() {
 	# with no result at all are left out), each figure beside its target on
 	# the shim rows; then what part of each whole-run gap is first touch.
 	function decode_table(t,    cfgs, n, i, c, f, fl, frss, bw, bs, shim, xf, xb, xs, xsb, xc, fs, rss, t1, ex) {
-		n = split("floor glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc shim-glibc shim-jemalloc shim-glibc-nothp", cfgs, " ")
+		n = split("floor glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc shim-glibc shim-jemalloc shim-glibc-thp", cfgs, " ")
 		fl = status(t, "floor") == ""
 		frss = fl ? median(t, "floor", "peak_rss_kib") : ""
 		bw = best_peer(t, "tokens_per_s")
@@ -343,7 +343,7 @@ report() {
 		printf "  kernel CPU time in its whole run (%.0f faults in its warm-up). Kernel time here is page\n",
 			median(t, "floor", "warmup_faults")
 		printf "  faults, first touch; a run that still faults in its steady state pays that in the steady part:\n"
-		n = split("shim-glibc shim-jemalloc shim-glibc-nothp " bw, cfgs, " ")
+		n = split("shim-glibc shim-jemalloc shim-glibc-thp " bw, cfgs, " ")
 		for (i = 1; i <= n; i++) {
 			c = cfgs[i]
 			if (status(t, c) != "")
@@ -360,9 +360,9 @@ report() {
 	}
 	# churn_table(t): each shim against its backend alone on bench/churn.
 	function churn_table(t,    n, i, c, b, cfgs, names, bs, f, sp, x, rss, xr, live) {
-		n = split("glibc shim-glibc jemalloc shim-jemalloc tcmalloc", cfgs, " ")
-		split("glibc alone|shim on glibc|jemalloc alone|shim on jemalloc|tcmalloc", names, "|")
-		split("- glibc - jemalloc -", bs, " ")
+		n = split("glibc shim-glibc shim-glibc-thp jemalloc shim-jemalloc tcmalloc", cfgs, " ")
+		split("glibc alone|shim on glibc|shim, thp:true|jemalloc alone|shim on jemalloc|tcmalloc", names, "|")
+		split("- glibc glibc - jemalloc -", bs, " ")
 		f = "  %-17s %9s %9s %-4s %10s %9s %9s %-4s %9s %8s\n"
 		printf f, "", "steps/s", "speed x", "", "faults/", "peak RSS", "RSS x", "", "live set", "RSS x"
 		printf f, "allocator", "", "backend", "", "step", "MiB", "backend", "", "peak MiB", "live"
@@ -608,7 +608,7 @@ EOF
 }
 
 bench_decode() {
-decode_rounds decode "$dargs" "$frounds" "floor shim-glibc shim-jemalloc shim-glibc-nothp" \
+decode_rounds decode "$dargs" "$frounds" "floor shim-glibc shim-jemalloc shim-glibc-thp" \
 	"glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc"
 cat <<EOF
 1. Decode loop, fixed sizes (issue 3): 2 worker threads + main, $tokens tokens x $layers layers
@@ -616,8 +616,8 @@ cat <<EOF
    4) and the main thread a 32 MiB buffer the workers write; per token a 64 MiB logits buffer.
    Every buffer is written once per use. Medians of $frounds interleaved rounds (each in a new
    order) for the floor and the shims, of $rounds for the other allocators. The last row (shim
-   on glibc with SCRATCH_CONF=thp:false: no huge pages) shows what transparent huge pages cost
-   at first touch and give back in the steady state.
+   on glibc with SCRATCH_CONF=thp:true: huge pages for blocks of 2 MiB and more) shows what
+   transparent huge pages cost at first touch and give back in the steady state.
 EOF
 decode_legend
 cat <<EOF
@@ -633,7 +633,7 @@ report decode decode-main-alloc
 }
 
 bench_vary() {
-decode_rounds vary "$vargs" "$rounds" "floor shim-glibc shim-jemalloc" \
+decode_rounds vary "$vargs" "$rounds" "floor shim-glibc shim-jemalloc shim-glibc-thp" \
 	"glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc"
 cat <<EOF
 
@@ -643,7 +643,7 @@ cat <<EOF
    seeded PRNG (the same sequence under every allocator); the main thread allocates the
    attention scores, (64 + token) rows of 256 KiB (16 MiB growing by one row a token), which
    the workers write; per token a 64 MiB logits buffer. Medians of $rounds interleaved rounds,
-   each in a new order.
+   each in a new order; the last row is the shim on glibc with SCRATCH_CONF=thp:true.
 EOF
 decode_legend
 cat <<EOF
@@ -663,7 +663,7 @@ bench_churn() {
 r=1
 while [ "$r" -le "$rounds" ]; do
 	progress "large-block churn, round $r of $rounds"
-	for cfg in $(shuffle $((r + 200)) glibc shim-glibc jemalloc shim-jemalloc tcmalloc); do
+	for cfg in $(shuffle $((r + 200)) glibc shim-glibc shim-glibc-thp jemalloc shim-jemalloc tcmalloc); do
 		run churn "$cfg" churn --steps "$churn_steps"
 	done
 	r=$((r + 1))
@@ -673,7 +673,8 @@ cat <<EOF
 1c. Large-block churn (issue 12, bench/churn): one thread keeps 32 blocks of random sizes from
    5 to 25 MiB (whole pages, from a seeded PRNG) and $churn_steps times frees a random one, mallocs
    one of a new random size and writes each of its pages. Each shim against its backend alone
-   (tcmalloc for reference): steps/s and peak RSS (VmHWM), with the shims' ratios
+   (tcmalloc for reference; "shim, thp:true" is the shim on glibc with huge pages):
+   steps/s and peak RSS (VmHWM), with the shims' ratios
    as medians of per-round ratios over $rounds interleaved rounds (each in a new order); the
    live set's own peak beside.
    Targets (shim rows): peak RSS <= 1.10x the backend's alone, at equal or better speed.

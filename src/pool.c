@@ -7,7 +7,8 @@
  * their metadata lives in a descriptor array indexed by block id.
  *
  *   region = [small part: blocks < 2 MiB, page aligned]
- *            [large part: blocks >= 2 MiB, 2 MiB aligned, MADV_HUGEPAGE]
+ *            [large part: blocks >= 2 MiB, 2 MiB aligned; MADV_HUGEPAGE
+ *             with thp:true]
  *
  * Size classes: four per power of two, so a class is at most 25% above the
  * smallest request it serves; untouched tail pages are never faulted.
@@ -24,11 +25,12 @@
  * size, and the blocks with many pages stay for the requests that need
  * them. A miss that continues a climb (the thread's last two growths rose
  * to just below it, within 4x) carves twice the request: a buffer that
- * grows every token costs one new block per doubling, and the growth
- * returns the pages of the blocks it outgrew (carve_shed: any new block
- * does, for the idle blocks of the thread below its class, beyond 1/8 of
- * what the thread has leased). A block keeps its class for life (reclass
- * aside): it goes back to its own bin.
+ * grows every token costs one new block per doubling. A new block starts
+ * with the pages of the thread's idle blocks below its class, moved
+ * (carve_move: mremap, not faulted again), and returns the pages of those
+ * left beyond 1/8 of what the thread has leased (carve_shed), so growth
+ * leaves no trail of resident idle blocks. A block keeps its class for
+ * life (reclass aside): it goes back to its own bin.
  *
  * A block is in exactly one place at a time:
  *   LEASED  - lent to the program;

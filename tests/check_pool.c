@@ -1349,6 +1349,44 @@ START_TEST(test_shed_keeps_an_eighth)
 }
 END_TEST
 
+/* Lines of /proc/self/maps: the process's mappings. */
+static int mapping_count(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	int n = 0, ch;
+
+	ck_assert_ptr_nonnull(f);
+	while ((ch = getc(f)) != EOF)
+		n += ch == '\n';
+	fclose(f);
+	return n;
+}
+
+/* Pages moved again and again between the same two addresses make no new
+ * mappings: each move replaces the range the last one made. */
+START_TEST(test_moves_keep_mappings)
+{
+	int first = 0;
+
+	conf_add("decay_ms:0");
+	for (int i = 0; i < 50; i++) {
+		char *p = scratch_acquire(20 * MIB), *q;
+
+		memset(p, i, 20 * MIB);
+		scratch_release(p);
+		q = scratch_acquire(40 * MIB); /* a miss: p's pages move in */
+		ck_assert_int_eq(q[20 * MIB - 1], (char)i);
+		scratch_release(q);
+		scratch_trim();
+		ck_assert_uint_eq(total_stats().moved, (uint64_t)(i + 1) * 20 * MIB);
+		if (i == 0)
+			first = mapping_count();
+	}
+	ck_assert_int_le(mapping_count(), first + 2);
+	expect_pool(0, 0);
+}
+END_TEST
+
 /* Resident pages in [p, p + len), by mincore(2). */
 static size_t resident_bytes(const void *p, size_t len)
 {
@@ -2195,6 +2233,7 @@ Suite *pool_suite(void)
 	tcase_add_test(tc, test_larger_class_closest_fit);
 	tcase_add_test(tc, test_shed_keeps_an_eighth);
 	tcase_add_test(tc, test_growth_moves_pages);
+	tcase_add_test(tc, test_moves_keep_mappings);
 	tcase_add_test(tc, test_reuse_bound);
 	tcase_add_test(tc, test_reuse_bound_conf);
 	tcase_add_test(tc, test_depot_larger_class);
