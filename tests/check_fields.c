@@ -25,8 +25,8 @@
 /* The counters of a process, a thread and a history sample (prefix P). */
 #define COUNTERS(P)                                                                                \
 	P "allocs", P "depot_hits", P "frees", P "growth_bytes", P "growths", P "hit_rate",        \
-	        P "hits", P "leased", P "moved_bytes", P "passthrough", P "peak_leased", P "remote_frees_in",       \
-	        P "remote_frees_out", P "retained"
+	        P "hits", P "leased", P "moved_bytes", P "passthrough", P "peak_leased",           \
+	        P "remote_frees_in", P "remote_frees_out", P "retained"
 
 #define REGISTRY(P)                                                                                \
 	P "registry.dropped.history_samples", P "registry.dropped.trace_records",                  \

@@ -1710,7 +1710,8 @@ START_TEST(test_growth_one_block_per_doubling)
 			}
 			/* the blocks it outgrew are gone: their pages moved into
 			 * the new block, or (those that would not fit) returned */
-			ck_assert_uint_eq(total_stats().trimmed - trimmed + total_stats().moved - moved,
+			ck_assert_uint_eq(total_stats().trimmed - trimmed + total_stats().moved -
+			                          moved,
 			                  idle);
 			idle = 0;
 		} else {
