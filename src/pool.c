@@ -219,6 +219,7 @@ static struct {
 	uint32_t cache_limit; /* cache_count, or 0 while the gate is up: the release path's */
 	uint64_t max_fit;
 	unsigned cls_base;
+	unsigned huge_bin;   /* the first class of 2 MiB or more */
 	uint32_t trim_epoch; /* GATE_BIT set while the gate is up */
 	uint32_t gate;
 	struct blk *blk;
@@ -581,6 +582,7 @@ static bool tables_setup(uint64_t size)
 	g.nbins = top - g.cls_base + 1;
 	for (unsigned i = g.cls_base; i <= top; i++)
 		g.cls_size[i] = class_capacity(i);
+	g.huge_bin = class_index(HUGE_SIZE);
 	/* Blocks below 2 MiB get a quarter of the space, large ones the rest. */
 	small_part = (size / 4) & ~(HUGE_SIZE - 1);
 	g.small_cur = g.base;
@@ -2070,18 +2072,23 @@ static uint64_t shed_bytes(const struct tcache *tc, uint64_t lease, uint64_t byt
  * A new block of lease bytes for a request of class bin, bytes of it new
  * pages (the rest moved in: carve_move): tc's idle blocks of the classes
  * below could not serve it, and a growing buffer (or a working set that
- * moved up) leaves them behind. Their pages go back now, the smallest
- * classes first and up to shed_bytes() of them, so the new pages replace
- * old ones instead of adding to them and no trail of resident idle blocks
- * stays; their addresses stay with their classes. Under g.lock (dropped
- * around each madvise); tc is the caller's, busy.
+ * moved up) leaves them behind. The pages of those whose pages cannot move
+ * (below 2 MiB, or all where the kernel moves none) go back now, the
+ * smallest classes first and up to shed_bytes() of them, so the new pages
+ * replace old ones instead of adding to them and no trail of resident idle
+ * blocks stays; their addresses stay with their classes. The others stay:
+ * the next miss moves their pages, a hit takes them, or they decay. (Shed
+ * too, the varying-size decode loop faulted them again: a quarter more
+ * faults in all.) Under g.lock (dropped around each madvise); tc is the
+ * caller's, busy.
  */
 static void carve_shed(struct tcache *tc, unsigned bin, uint64_t lease, uint64_t bytes)
 {
+	const unsigned end = __atomic_load_n(&g.move_off, __ATOMIC_RELAXED) ? bin : g.huge_bin;
 	uint64_t shed = 0;
 
 	bytes = shed_bytes(tc, lease, bytes);
-	for (unsigned b = g.cls_base; b < bin && shed < bytes; b++)
+	for (unsigned b = g.cls_base; b < bin && b < end && shed < bytes; b++)
 		while (tc->bins[b].head != 0 && shed < bytes) {
 			shed += g.cls_size[b];
 			block_empty(bin_pop(tc, b));

@@ -1449,22 +1449,24 @@ START_TEST(test_growth_moves_pages)
 	scratch_release(c);
 	/* 100 MiB: c's 64 MiB (of which it wrote 4), then the 32 MiB block
 	 * after the 60 MiB c's requests may have written; a's 20 MiB would
-	 * not fit in the 8 MiB left, and is more than the 14 MiB (1/8 of the
-	 * new 112 MiB block) that may stay idle: its pages go back. Pages
-	 * move again and again: a's data is now at 60 MiB, b's at 80. */
+	 * not fit in the 8 MiB left and stays idle, with its address (its
+	 * pages could move into the next growth: only blocks below 2 MiB go
+	 * back at a miss, test_shed_keeps_an_eighth). Pages move again and
+	 * again: a's data is now at 60 MiB, b's at 80. */
 	big = scratch_acquire(100 * MIB);
 	ck_assert_ptr_nonnull(big);
-	held = scratch_usable_size(big);
+	held = 20 * MIB + scratch_usable_size(big); /* a is idle */
 	ck_assert_uint_eq(total_stats().moved, 30 * MIB + 64 * MIB + 32 * MIB);
-	ck_assert_uint_eq(total_stats().trimmed, 20 * MIB);
+	ck_assert_uint_eq(total_stats().trimmed, 0);
 	ck_assert_int_eq(big[0], (char)0xc3);
 	ck_assert_int_eq(big[4 * MIB - 1], (char)0xc3);
 	ck_assert_int_eq(big[60 * MIB], (char)0xa1);
 	ck_assert_int_eq(big[80 * MIB], (char)0xb2);
-	expect_pool(held, held);
+	expect_pool(held, scratch_usable_size(big));
 	ck_assert_uint_eq(thread_stats().hits, 0);
-	scratch_release(big);
-	expect_pool(held, 0);
+	ck_assert_ptr_eq(scratch_acquire(20 * MIB), a); /* a hit */
+	ck_assert_uint_eq(thread_stats().hits, 1);
+	expect_pool(held, held);
 }
 END_TEST
 
