@@ -10,6 +10,8 @@
 #      (--vary), with what part of each whole-run gap is first touch;
 #   1c. a large-block churn host (bench/churn) under each shim against its
 #      backend alone;
+#   1r. a buffer grown by realloc (bench/grow) under each shim against its
+#      backend alone and the other allocators;
 #   2. stats and tracing on versus off on the decode loop under the shim,
 #      timed and counted (callgrind);
 #   2a. the locality audit's cost: the decode loop under scratchstat audit;
@@ -389,6 +391,33 @@ report() {
 				xfmt(xr), mark(xr != "", xr <= 1.1), sprintf("%.1f", live / 1024), xfmt(rss / live)
 		}
 	}
+	# grow_table(t): a buffer grown by realloc, each shim against its backend.
+	function grow_table(t,    n, i, c, b, cfgs, names, bs, f, us, x) {
+		n = split("glibc shim-glibc jemalloc shim-jemalloc tcmalloc mimalloc", cfgs, " ")
+		split("glibc alone|shim on glibc|jemalloc alone|shim on jemalloc|tcmalloc|mimalloc", names, "|")
+		split("- glibc - jemalloc - -", bs, " ")
+		f = "  %-17s %12s %12s %10s %10s %9s\n"
+		printf f, "", "us per", "realloc x", "faults/", "whole run", "peak RSS"
+		printf f, "allocator", "realloc", "backend", "realloc", "s", "MiB"
+		for (i = 1; i <= n; i++) {
+			c = cfgs[i]
+			b = bs[i]
+			if ((st = status(t, c)) == "no result")
+				continue
+			if (st != "") {
+				printf "  %-17s %s\n", names[i], st
+				continue
+			}
+			us = median(t, c, "us_per_realloc")
+			x = ""
+			if (b != "-" && status(t, b) == "")
+				x = rmedian(t, c, b, "us_per_realloc")
+			printf f, names[i], sprintf("%.1f", us), x == "" ? "" : sprintf("%.3fx", x),
+				sprintf("%.1f", median(t, c, "faults_per_realloc")),
+				sprintf("%.3f", median(t, c, "seconds")),
+				sprintf("%.1f", median(t, c, "peak_rss_kib") / 1024)
+		}
+	}
 	# quartile(t, c, k, q): the q-th quartile (1 or 3) of the figures.
 	function quartile(t, c, k, q,    n, i, j, x, a) {
 		n = split(vals[t, c, k], a, " ")
@@ -516,6 +545,8 @@ report() {
 			decode_table(arg)
 		else if (which == "churn")
 			churn_table("churn")
+		else if (which == "grow")
+			grow_table("grow")
 		else if (which == "stats")
 			stats_table("stats")
 		else if (which == "audit")
@@ -680,6 +711,29 @@ cat <<EOF
    Targets (shim rows): peak RSS <= 1.10x the backend's alone, at equal or better speed.
 EOF
 report churn
+}
+
+# --- 1r. a buffer grown by realloc -------------------------------------------
+bench_grow() {
+r=1
+while [ "$r" -le "$rounds" ]; do
+	progress "realloc growth, round $r of $rounds"
+	for cfg in $(shuffle $((r + 300)) glibc shim-glibc jemalloc shim-jemalloc tcmalloc mimalloc); do
+		run grow "$cfg" grow
+	done
+	r=$((r + 1))
+done
+cat <<EOF
+
+1r. A buffer grown by realloc (issue 12, bench/grow): 20 times, one buffer grows from 4 to
+   256 MiB by an eighth at a time (44 reallocs), writing the part each step adds. Microseconds
+   per realloc call (the writes left out; a shim's ratio to its backend alone as a median of
+   per-round ratios), faults per realloc (the writes' included), the whole run and peak RSS,
+   medians of $rounds interleaved rounds. Under the shim a realloc within a block's capacity
+   stays in place and one into a larger block moves the pages (mremap) instead of copying
+   them. No target: the issue leaves copy or move to measurement.
+EOF
+report grow
 }
 
 # --- 2. stats and tracing on versus off --------------------------------------
@@ -877,11 +931,11 @@ for prog in ${BENCH_PROGRAMS:-}; do
 done
 }
 
-# BENCH_ONLY="small pair" runs only those tables (decode vary churn stats
+# BENCH_ONLY="small pair" runs only those tables (decode vary churn grow stats
 # audit small pair programs), for quick iterations on one part.
-for section in ${BENCH_ONLY:-decode vary churn stats audit small pair programs}; do
+for section in ${BENCH_ONLY:-decode vary churn grow stats audit small pair programs}; do
 	case $section in
-	decode | vary | churn | stats | audit | small | pair | programs) "bench_$section" ;;
+	decode | vary | churn | grow | stats | audit | small | pair | programs) "bench_$section" ;;
 	*) echo "bench: BENCH_ONLY: unknown section '$section'" >&2 ;;
 	esac
 done

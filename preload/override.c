@@ -351,25 +351,26 @@ static void *shim_memalign(size_t alignment, size_t n)
 	return backend_memalign(alignment, n);
 }
 
-/* Does a pool block of capacity cap stay put for a realloc to n <= cap?
- * Yes while n is still pooled and fills at least half the block (a buffer
- * growing into a block the pools doubled for it, or one served from a
- * larger class's block), or a new block would be no smaller. A shrink to
- * less than half moves, so the big block goes back to the cache. */
-static bool realloc_in_place(size_t cap, size_t n)
+/* Does pool block p of capacity cap stay put for a realloc to n <= cap?
+ * Yes while n is still pooled and a fresh request of n could take the
+ * block too (the pools' reuse bound, max_fit: a buffer growing into a
+ * block the pools doubled for it, one served from a larger class's block,
+ * or a shrink within the bound, whose pages are there already). A shrink
+ * beyond the bound moves, so the big block goes back to the cache. */
+static bool realloc_in_place(void *p, size_t n)
 {
-	if (!pooled(n))
-		return false;
-	return cap - n <= n || scratch_class_size(n) >= cap;
+	return pooled(n) && scratch__shim_keeps(p, n);
 }
 
 /* realloc of the pool block p (capacity cap) to n > 0 bytes. */
 static void *realloc_pool_block(void *p, size_t cap, size_t n)
 {
-	if (n <= cap && realloc_in_place(cap, n))
+	if (n <= cap && realloc_in_place(p, n))
 		return p;
 	int saved = errno;
-	void *q = shim_malloc(n);
+	size_t moved = 0;
+	/* Growing into a larger pool block, the pages move rather than copy. */
+	void *q = n > cap && in_range(n) ? scratch__shim_grow(p, cap, n, &moved) : shim_malloc(n);
 	if (unlikely(!q)) {
 		/* A smaller request may always keep the block it has. */
 		if (n > cap)
@@ -377,7 +378,7 @@ static void *realloc_pool_block(void *p, size_t cap, size_t n)
 		errno = saved;
 		return p;
 	}
-	memcpy(q, p, n < cap ? n : cap);
+	memcpy((char *)q + moved, (char *)p + moved, (n < cap ? n : cap) - moved);
 	if (n > cap)
 		scratch__shim_release_cold(p);
 	else

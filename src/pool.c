@@ -254,6 +254,9 @@ static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread struct tcache *tls_tc __attribute__((tls_model("initial-exec"))) = TC_NONE;
 static __thread int tls_in_init __attribute__((tls_model("initial-exec")));
 static __thread int tls_exit_rounds __attribute__((tls_model("initial-exec")));
+/* scratch__shim_grow: the bytes at the start of the block being acquired
+ * that the caller fills (carve_move moves idle pages in after them) */
+static __thread uint64_t tls_prefix __attribute__((tls_model("initial-exec")));
 
 /* ---------------------------------------------------------------------- */
 /* Size classes                                                            */
@@ -2128,7 +2131,7 @@ static uint64_t carve_move(struct tcache *tc, unsigned bin, uint64_t size, uint3
                            uint64_t *ret_moved)
 {
 	const uint64_t want = (size + HUGE_SIZE - 1) & ~(HUGE_SIZE - 1);
-	uint64_t off = 0, out = 0;
+	uint64_t off = tls_prefix, out = 0;
 
 	*ret_moved = 0;
 	unsigned b;
@@ -2152,7 +2155,7 @@ static uint64_t carve_move(struct tcache *tc, unsigned bin, uint64_t size, uint3
 		 * to have had */
 		off += moved < ext ? moved : ext;
 	}
-	if (off != 0)
+	if (off > tls_prefix)
 		g.blk[dst].ext = off < size ? off : size;
 	return out;
 }
@@ -2695,6 +2698,57 @@ void scratch__shim_release_cold(void *p)
 	block_empty(id);
 	pthread_mutex_unlock(&g.lock);
 	errno = saved;
+}
+
+size_t scratch__shim_move(void *to, void *from)
+{
+	uint32_t s = lent_block(from), d = lent_block(to);
+	struct tcache *tc = tls_tc;
+	struct blk *src;
+	uint64_t moved;
+
+	if (s == 0 || d == 0 || g.blk[s].cls >= g.blk[d].cls)
+		return 0;
+	src = &g.blk[s];
+	moved = block_move(src, &g.blk[d], 0, g.cls_size[g.blk[d].cls] & ~(HUGE_SIZE - 1));
+	if (moved == 0)
+		return 0;
+	if (src->ext <= moved)
+		src->ext = 0; /* what it was written with has gone */
+	if (is_tc(tc)) {
+		scratch__seq_begin(&tc->c->seq);
+		SCRATCH__ADD(&tc->c->moved_bytes, moved);
+		scratch__seq_end(&tc->c->seq);
+	} else {
+		pthread_mutex_lock(&g.lock);
+		proc_begin();
+		SCRATCH__ADD(&g.proc->exited.moved_bytes, moved);
+		proc_end();
+		pthread_mutex_unlock(&g.lock);
+	}
+	return moved;
+}
+
+bool scratch__shim_keeps(void *p, size_t n)
+{
+	uint32_t id = lent_block(p);
+
+	if (id == 0 || n < g.min || n - g.min > g.span || g.blk[id].cls > fit_top(n))
+		return false;
+	if (g.blk[id].ext < n)
+		g.blk[id].ext = n; /* what this lease may write: fits_better() */
+	return true;
+}
+
+void *scratch__shim_grow(void *p, size_t cap, size_t n, size_t *ret_moved)
+{
+	void *q;
+
+	tls_prefix = cap & ~(HUGE_SIZE - 1);
+	q = scratch__shim_acquire(n);
+	tls_prefix = 0;
+	*ret_moved = q != NULL ? scratch__shim_move(q, p) : 0;
+	return q;
 }
 
 bool scratch_owns(const void *p)

@@ -35,4 +35,25 @@ SCRATCH_API void scratch__shim_release(void *p);
  * the OS at once instead of into the thread's cache. */
 SCRATCH_API void scratch__shim_release_cold(void *p);
 
+/* realloc's growth from pool block from into the larger pool block to,
+ * both lent to the caller: from's 2 MiB-aligned pages move to the start
+ * of to (mremap), which is faster than copying them and faults none.
+ * Returns the bytes moved (from's range there reads zero now), 0 when
+ * none did (either is not a pool block, to is not larger, from is below
+ * 2 MiB, or the kernel would not); the caller copies the rest. */
+SCRATCH_API size_t scratch__shim_move(void *to, void *from);
+
+/* realloc's growth of pool block p (capacity cap, lent to the caller) to
+ * a pooled size n > cap: scratch__shim_acquire(n), then
+ * scratch__shim_move() of p into it, whose count goes to *ret_moved. A
+ * new block this takes is filled with the thread's idle pages only after
+ * the part p's pages take. */
+SCRATCH_API void *scratch__shim_grow(void *p, size_t cap, size_t n, size_t *ret_moved);
+
+/* realloc of pool block p (lent to the caller) to a pooled n within its
+ * capacity: true when a request of n may take p's block (the reuse bound,
+ * max_fit), and then p stays lent for n; false when p is not a pool block
+ * or is too large for n. */
+SCRATCH_API bool scratch__shim_keeps(void *p, size_t n);
+
 #endif

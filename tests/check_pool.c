@@ -23,6 +23,7 @@
 
 #include "scratch.h"
 #include "segment.h"
+#include "shim.h"
 #include "suites.h"
 
 #define KIB ((size_t)1 << 10)
@@ -1400,6 +1401,36 @@ static size_t resident_bytes(const void *p, size_t len)
 	return res * 4 * KIB;
 }
 
+/* realloc's growth under the shim: the pages of the block it outgrows move
+ * into the new one (scratch__shim_move), which then holds its data; the
+ * old block's range reads zero. Nothing moves into a smaller block, out of
+ * a block below 2 MiB or between pointers the pools did not lend. */
+START_TEST(test_shim_move)
+{
+	char *p = scratch_acquire(20 * MIB), *q = scratch_acquire(40 * MIB);
+	char *small = scratch_acquire(MIB), local[64];
+
+	ck_assert_ptr_nonnull(q);
+	memset(p, 0x5a, 20 * MIB);
+	memset(small, 0x6b, MIB);
+	ck_assert_uint_eq(scratch__shim_move(p, q), 0);     /* into a smaller one */
+	ck_assert_uint_eq(scratch__shim_move(q, small), 0); /* below 2 MiB */
+	ck_assert_uint_eq(scratch__shim_move(q, local), 0); /* not the pools' */
+	ck_assert_uint_eq(scratch__shim_move(local, p), 0);
+	ck_assert_uint_eq(total_stats().moved, 0);
+	ck_assert_uint_eq(scratch__shim_move(q, p), 20 * MIB);
+	ck_assert_uint_eq(total_stats().moved, 20 * MIB);
+	ck_assert_int_eq(q[0], 0x5a);
+	ck_assert_int_eq(q[20 * MIB - 1], 0x5a);
+	ck_assert_uint_eq(resident_bytes(p, 20 * MIB), 0);
+	ck_assert_int_eq(p[MIB], 0);
+	scratch__shim_release_cold(p);
+	scratch_release(small);
+	expect_pool(MIB + scratch_usable_size(q), scratch_usable_size(q));
+	scratch_release(q);
+}
+END_TEST
+
 /*
  * A miss that outgrows the thread's idle blocks starts its new block with
  * their pages, moved (mremap), not returned and faulted again: the data
@@ -2237,6 +2268,7 @@ Suite *pool_suite(void)
 	tcase_add_test(tc, test_shed_keeps_an_eighth);
 	tcase_add_test(tc, test_growth_moves_pages);
 	tcase_add_test(tc, test_moves_keep_mappings);
+	tcase_add_test(tc, test_shim_move);
 	tcase_add_test(tc, test_reuse_bound);
 	tcase_add_test(tc, test_reuse_bound_conf);
 	tcase_add_test(tc, test_depot_larger_class);

@@ -172,7 +172,7 @@ static void test_calloc(void)
 /* Sizes a block goes through: up into the pools, between classes, out
  * beyond them and back down below the threshold. */
 static const size_t path[] = {
-        100,     70 * KIB, 200 * KIB, 5 * MIB,      5 * MIB + 100, 100 * KIB, 50,
+        100,     70 * KIB, 200 * KIB, 5 * MIB,      5 * MIB + 100, 40 * MIB,  100 * KIB, 50,
         1 * MIB, 10,       64 * KIB,  64 * KIB - 1, 3 * MIB,       128 * KIB, 1,
 };
 
