@@ -2053,12 +2053,10 @@ static unsigned growth_class(const struct tcache *tc, uint64_t size, unsigned bi
 /*
  * The idle bytes tc gives back when it carves a block of lease bytes with
  * bytes of new pages: what its cache holds beyond 1/8 of what it will
- * have leased, at most bytes. A growing
- * buffer leaves the block it outgrew idle (half or more of the new one),
- * which goes; a live set of many blocks whose sizes vary keeps a few idle
- * ones, which serve its next requests without new pages: returning them
- * at every miss only to fault them again cost that host (bench/churn)
- * three quarters of its faults.
+ * have leased, at most bytes. A live set of many blocks whose sizes vary
+ * keeps a few idle ones, which serve its next requests without new pages:
+ * returning them at every miss only to fault them again cost that host
+ * (bench/churn) three quarters of its faults.
  */
 static uint64_t shed_bytes(const struct tcache *tc, uint64_t lease, uint64_t bytes)
 {
@@ -2121,9 +2119,10 @@ static unsigned move_source(const struct tcache *tc, unsigned bin, uint64_t room
 /*
  * A new block dst for a request of size (class bin) starts with the pages
  * of tc's idle blocks below bin, which could not serve it, the ones with
- * the most pages first, while their pages fit in the request: those move (block_move)
- * rather than go back to the OS to be faulted again in dst, and the blocks
- * empty; what did not move goes back. Returns the capacity that left tc's
+ * the most pages first, while their pages fit in the request (after the
+ * tls_prefix bytes a growing realloc fills): those move (block_move)
+ * rather than go back to the OS to be faulted again in dst, and the
+ * blocks empty; what did not move goes back. Returns the capacity that left tc's
  * cache, with the bytes moved in *ret_moved. Under g.lock (dropped around
  * each move); tc is the caller's, busy.
  */
@@ -2132,10 +2131,9 @@ static uint64_t carve_move(struct tcache *tc, unsigned bin, uint64_t size, uint3
 {
 	const uint64_t want = (size + HUGE_SIZE - 1) & ~(HUGE_SIZE - 1);
 	uint64_t off = tls_prefix, out = 0;
-
-	*ret_moved = 0;
 	unsigned b;
 
+	*ret_moved = 0;
 	while (off < want && !__atomic_load_n(&g.move_off, __ATOMIC_RELAXED) &&
 	       (b = move_source(tc, bin, want - off)) != 0) {
 		uint32_t id = bin_pop(tc, b);
