@@ -235,6 +235,15 @@ report() {
 	function verdict(ok) {
 		return ok ? "ok" : "MISS"
 	}
+	# unmeasured(t, c, name): true when c has no figure in table t, after
+	# printing why on its row (nothing when it never ran).
+	function unmeasured(t, c, name,    st) {
+		if ((st = status(t, c)) == "no result")
+			return 1
+		if (st != "")
+			printf "  %-17s %s\n", name, st
+		return st != ""
+	}
 	# status(t, c): "" when measured, else why there is no figure.
 	function status(t, c) {
 		if ((t, c) in why)
@@ -301,12 +310,8 @@ report() {
 		printf f, "", "", "", "(>1)", "", "(>=.97)", "", "", "", "(0)", "", "", "(<=1.25)", "", "", ""
 		for (i = 1; i <= n; i++) {
 			c = cfgs[i]
-			if ((st = status(t, c)) == "no result")
+			if (unmeasured(t, c, cname(c)))
 				continue
-			if (st != "") {
-				printf "  %-17s %s\n", cname(c), st
-				continue
-			}
 			shim = c ~ /^shim/
 			xf = fl ? rmedian(t, c, "floor", "tokens_per_s") : ""
 			xs = fl ? rmedian(t, c, "floor", "steady_tokens_per_s") : ""
@@ -372,12 +377,8 @@ report() {
 		for (i = 1; i <= n; i++) {
 			c = cfgs[i]
 			b = bs[i]
-			if ((st = status(t, c)) == "no result")
+			if (unmeasured(t, c, names[i]))
 				continue
-			if (st != "") {
-				printf "  %-17s %s\n", names[i], st
-				continue
-			}
 			sp = median(t, c, "steps_per_s")
 			rss = median(t, c, "peak_rss_kib")
 			live = median(t, c, "live_peak_kib")
@@ -402,12 +403,8 @@ report() {
 		for (i = 1; i <= n; i++) {
 			c = cfgs[i]
 			b = bs[i]
-			if ((st = status(t, c)) == "no result")
+			if (unmeasured(t, c, names[i]))
 				continue
-			if (st != "") {
-				printf "  %-17s %s\n", names[i], st
-				continue
-			}
 			us = median(t, c, "us_per_realloc")
 			x = ""
 			if (b != "-" && status(t, b) == "")
