@@ -14,7 +14,10 @@
  * smallest request it serves; untouched tail pages are never faulted.
  *
  * Reuse is hot-first. A request takes the head of its own class's bin (the
- * fast path); failing that, on the slow path, an idle block of its
+ * fast path): a bin is kept in block order (bin_link), so the n-th of the
+ * blocks of one class a thread holds at once is the same block each time,
+ * whatever order they came back in (a thread allocating for its workers
+ * gives each the block it wrote last). Failing that, on the slow path, an idle block of its
  * thread's cache among the larger classes it may take (at most max_fit
  * times the request, 64 by default): of those whose pages already cover
  * the request (a block's extent, the largest request a slow path lent it
@@ -34,7 +37,7 @@
  *
  * A block is in exactly one place at a time:
  *   LEASED  - lent to the program;
- *   CACHED  - in its owner thread's LIFO bin (private, no lock);
+ *   CACHED  - in its owner thread's bin (private, no lock);
  *   REMOTE  - on its owner's lock-free remote-free list (freed elsewhere);
  *   DEPOT   - in the process-wide depot (under the pool lock), no owner;
  *             with per_node, on the list of the node its pages sit on;
@@ -147,7 +150,8 @@ struct blk {
 	/* When it went idle: CACHED, its owner's frees count at the release
 	 * (the cache's clock, see decay marks), or STAMP_MS | the monotonic
 	 * ms of a remote drain into the bins; DEPOT, the monotonic ms of the
-	 * put. Each bin and depot list is newest first. */
+	 * put. A depot list is newest first, a bin in descending id order
+	 * (bin_link). */
 	uint64_t stamp;
 	/* Bytes from the start that a lease may have written since the pages
 	 * were last fresh: the largest request a slow path lent it (a fast-path
@@ -170,6 +174,10 @@ struct bin {
  * remote_head is pushed by others (CAS) and taken whole by the owner. */
 struct tcache {
 	struct bin bins[NBINS];
+	/* g.cls_size, where the fast paths reach it from the tcache pointer
+	 * they hold: one instruction, not two (rip-relative addressing takes
+	 * no index) */
+	uint64_t cap[NBINS];
 	uint64_t cached_bytes;
 	struct scratch__counters *c; /* in the segment, or &own */
 	uint32_t index;
@@ -1063,6 +1071,27 @@ static uint64_t depot_trim(void)
 /* Thread caches                                                           */
 /* ---------------------------------------------------------------------- */
 
+/*
+ * Link idle block id into bin b at its place in descending id order. A
+ * class's blocks go out in that order too (bin_pop), so the n-th of n
+ * blocks a thread holds at once is the same block every time they are
+ * taken again, whatever order they came back in: a thread that allocates
+ * a buffer for each worker, every layer, hands each worker the block it
+ * wrote last, whose lines may still sit in that worker's cache (lent most
+ * recent first, they swapped workers every layer: 6-8% of a decode loop's
+ * steady state). The release fast path links a block with an id above the
+ * head itself.
+ */
+static void bin_link(struct bin *b, uint32_t id)
+{
+	uint32_t *link = &b->head;
+
+	while (*link > id)
+		link = &g.blk[*link].next;
+	g.blk[id].next = *link;
+	*link = id;
+}
+
 /* Move a cache's blocks (all bins) to the depot; the caller holds g.lock
  * and is the only writer of tc (its thread, or tc is a zombie). */
 static void tc_flush_locked(struct tcache *tc)
@@ -1117,8 +1146,7 @@ static void tc_drain_remote(struct tcache *tc)
 				now = scratch__os_monotonic_ms() | STAMP_MS;
 			d->state = BLK_CACHED;
 			d->stamp = now;
-			d->next = b->head;
-			b->head = id;
+			bin_link(b, id);
 			b->count++;
 			tc->cached_bytes += cap;
 			continue;
@@ -1279,6 +1307,7 @@ SCRATCH_COLD static struct tcache *tc_attach(void)
 		return TC_DEAD;
 	}
 	memset(tc, 0, sizeof(*tc));
+	memcpy(tc->cap, g.cls_size, sizeof(tc->cap));
 	tc->index = (uint32_t)(tc - g.tcs);
 	tc->tag = tc->index + 1;
 	tc->state = TC_LIVE;
@@ -1465,26 +1494,24 @@ static bool stamp_young(uint64_t stamp, uint64_t now, uint64_t frees)
 }
 
 /* Move tc's cached blocks idle decay_ms at now onto *list, by their stamps
- * (stamp_young): a bin is newest first, so that is a tail of it, as a block
- * put before one idle that long is too. Returns their bytes. tc's thread
- * is outside its bins (gate) or is the caller. */
+ * (stamp_young); a bin is in id order, not time order, so each block is
+ * looked at. Returns their bytes. tc's thread is outside its bins (gate)
+ * or is the caller. */
 static uint64_t tc_cut(struct tcache *tc, uint64_t now, uint64_t frees, uint32_t *list)
 {
 	uint64_t bytes = 0;
 
 	for (unsigned bin = g.cls_base; bin < g.cls_base + g.nbins; bin++) {
 		struct bin *b = &tc->bins[bin];
-		uint32_t *link = &b->head, kept = 0, id, next;
+		uint32_t *link = &b->head, id;
 
-		while (*link != 0 && stamp_young(g.blk[*link].stamp, now, frees)) {
-			link = &g.blk[*link].next;
-			kept++;
-		}
-		id = *link;
-		*link = 0;
-		b->count = kept;
-		for (; id != 0; id = next) {
-			next = g.blk[id].next;
+		while ((id = *link) != 0) {
+			if (stamp_young(g.blk[id].stamp, now, frees)) {
+				link = &g.blk[id].next;
+				continue;
+			}
+			*link = g.blk[id].next;
+			b->count--;
 			bytes += g.cls_size[bin];
 			list_push(list, id);
 		}
@@ -1511,8 +1538,7 @@ static uint64_t tc_take_remote(struct tcache *tc, uint64_t now, uint32_t *list)
 		if (b->count < g.conf.cache_count && tc->cached_bytes + cap <= g.cache_bytes) {
 			d->state = BLK_CACHED;
 			d->stamp = now | STAMP_MS;
-			d->next = b->head;
-			b->head = id;
+			bin_link(b, id);
 			b->count++;
 			tc->cached_bytes += cap;
 			continue;
@@ -2009,8 +2035,8 @@ static bool fits_better(const struct blk *a, const struct blk *b, uint64_t size)
 
 /*
  * Across classes: of the heads of tc's bins above bin that a request of
- * size may take (fit_top), the best fit (fits_better). Each bin's head is
- * its newest block, so this reads one head per class: at most
+ * size may take (fit_top), the best fit (fits_better). A bin's head is the
+ * block its own class would take next, so this reads one head per class: at most
  * 4 log2(max_fit) + 4 of them (28 at the default), on the slow path only.
  * 0 when none.
  */
@@ -2099,7 +2125,7 @@ static void carve_shed(struct tcache *tc, unsigned bin, uint64_t lease, uint64_t
 }
 
 /* The class of tc's idle block below bin with the most pages to move
- * that fit in room bytes: the largest extent, the newest of each class; 0
+ * that fit in room bytes: the largest extent, the head of each class; 0
  * when none has any. */
 static unsigned move_source(const struct tcache *tc, unsigned bin, uint64_t room)
 {
@@ -2349,7 +2375,7 @@ static inline void *acquire_hit(uint64_t size, void *(*miss)(uint64_t))
 
 		if (likely(id != 0)) {
 			struct blk *d = &g.blk[id];
-			uint64_t cap = g.cls_size[bin];
+			uint64_t cap = tc->cap[bin];
 
 			b->head = d->next;
 			__asm__("" : : : "memory");
@@ -2527,6 +2553,33 @@ static void remote_free(struct tcache *owner, uint32_t id, uint64_t cap)
 
 static inline void release_block(uint32_t id);
 
+/* The release fast path's push of d, of capacity cap, on b, tc's bin,
+ * is linked: the rest of it, up to the end of the counters' bracket. */
+static inline void release_pushed(struct tcache *tc, struct scratch__counters *c, struct bin *b,
+                                  struct blk *d, uint64_t cap)
+{
+	b->count++;
+	tc->cached_bytes += cap;
+	SCRATCH__ADD(&c->frees, 1);
+	SCRATCH__SUB(&c->leased, cap);
+	d->stamp = c->frees;
+	scratch__seq_end(&c->seq);
+	check_thread(c);
+}
+
+/* The release fast path's push of block id, whose bin's head has a larger
+ * id: at its place in the bin's descending id order (see bin_link). A
+ * tail call of the fast path, with what it can find again left out, so
+ * that the fast path needs no register of its own to keep. */
+__attribute__((noinline)) SCRATCH_COLD static void release_sorted(struct tcache *tc, uint32_t id)
+{
+	struct blk *d = &g.blk[id];
+	struct bin *b = &tc->bins[d->cls];
+
+	bin_link(b, id);
+	release_pushed(tc, tc->c, b, d, g.cls_size[d->cls]);
+}
+
 /* Did the release fast path fail on an own block only because a decay
  * pass had the gate up (the cache has room)? A racy look at the thread's
  * own bins: at worst it waits for a pass for nothing, or sends a block
@@ -2623,7 +2676,7 @@ static inline void release_block(uint32_t id)
 		struct scratch__counters *c = tc->c;
 		uintptr_t cls = d->cls;
 		struct bin *b = &tc->bins[cls];
-		uint64_t cap = g.cls_size[cls];
+		uint64_t cap = tc->cap[cls];
 		uint32_t limit;
 
 		scratch__seq_begin(&c->seq);
@@ -2636,16 +2689,16 @@ static inline void release_block(uint32_t id)
 		limit = __atomic_load_n(&g.cache_limit, __ATOMIC_ACQUIRE);
 		__asm__ volatile("" : : : "memory");
 		if (likely(b->count < limit && tc->cached_bytes + cap <= g.cache_bytes)) {
+			uint32_t h = b->head;
+
 			d->state = BLK_CACHED;
-			d->next = b->head;
+			if (unlikely(id < h)) {
+				release_sorted(tc, id);
+				return;
+			}
+			d->next = h;
 			b->head = id;
-			b->count++;
-			tc->cached_bytes += cap;
-			SCRATCH__ADD(&c->frees, 1);
-			SCRATCH__SUB(&c->leased, cap);
-			d->stamp = c->frees;
-			scratch__seq_end(&c->seq);
-			check_thread(c);
+			release_pushed(tc, c, b, d, cap);
 			return;
 		}
 		SCRATCH__SUB(SCRATCH__CLS_AT(scratch__cls(c), frees, cls), 1);

@@ -83,7 +83,7 @@ START_TEST(test_miss_then_hit)
 	ck_assert_uint_eq(s.hits, 0);
 	ck_assert_int_eq(scratch_release(p), 0);
 	q = scratch_acquire(100 * KIB);
-	ck_assert_ptr_eq(p, q); /* LIFO: the same, warm block */
+	ck_assert_ptr_eq(p, q); /* the same, warm block */
 	s = thread_stats();
 	ck_assert_uint_eq(s.allocs, 2);
 	ck_assert_uint_eq(s.hits, 1);
@@ -1299,6 +1299,75 @@ START_TEST(test_larger_class_closest_fit)
 }
 END_TEST
 
+struct releaser {
+	void *p[4];
+	int n;
+};
+
+static void *release_all(void *arg)
+{
+	struct releaser *r = arg;
+
+	for (int i = 0; i < r->n; i++)
+		ck_assert_int_eq(scratch_release(r->p[i]), 0);
+	return NULL;
+}
+
+/* Release the n blocks of b in the order of idx. */
+static void release_in(void **b, const int *idx, int n)
+{
+	for (int i = 0; i < n; i++)
+		ck_assert_int_eq(scratch_release(b[idx[i]]), 0);
+}
+
+/* A thread's blocks of one class come back in one order, whatever order
+ * they were released in, by the thread itself or by another: the i-th
+ * buffer of a set allocated again is the block the i-th had (a host that
+ * allocates one buffer per worker gives each worker the block it wrote
+ * last). */
+START_TEST(test_class_order_stable)
+{
+	static const int ahead[] = {0, 1, 2, 3}, back[] = {3, 2, 1, 0}, mixed[] = {2, 0, 3, 1};
+	const int *orders[] = {ahead, back, mixed};
+	void *b[4], *again[4];
+	uint64_t cap;
+
+	conf_add("decay_ms:0");
+	for (int i = 0; i < 4; i++)
+		b[i] = scratch_acquire(3 * MIB);
+	cap = scratch_usable_size(b[0]);
+	expect_pool(4 * cap, 4 * cap);
+	release_in(b, ahead, 4);
+	expect_pool(4 * cap, 0);
+	for (int i = 0; i < 4; i++)
+		b[i] = scratch_acquire(3 * MIB); /* the order from now on */
+	for (int round = 0; round < 6; round++) {
+		const int *order = orders[round % 3];
+
+		if (round < 3) {
+			release_in(b, order, 4);
+		} else {
+			/* freed by another thread: back through the remote list */
+			struct releaser r = {
+			        .p = {b[order[0]], b[order[1]], b[order[2]], b[order[3]]}, .n = 4};
+
+			run_thread(release_all, &r);
+		}
+		expect_pool(4 * cap, 0);
+		for (int i = 0; i < 4; i++) {
+			again[i] = scratch_acquire(3 * MIB);
+			ck_assert_ptr_eq(again[i], b[i]);
+		}
+		expect_pool(4 * cap, 4 * cap);
+	}
+	release_in(b, mixed, 4);
+	expect_pool(4 * cap, 0);
+	ck_assert_uint_eq(thread_stats().misses, 4);
+	ck_assert_uint_eq(thread_stats().hits, 28);
+	ck_assert_uint_eq(total_stats().trimmed, 0);
+}
+END_TEST
+
 /* A miss returns the pages of the thread's smaller idle blocks only beyond
  * 1/8 of what the thread will have leased: a live set of many blocks keeps
  * a few idle ones (they serve its next requests without new pages), a
@@ -1999,6 +2068,39 @@ START_TEST(test_decay_cached_block)
 }
 END_TEST
 
+/* A bin is in block order, not in time order: the decay takes an idle
+ * block out of the middle of one (the older of two, at its head) and
+ * leaves the younger one cached, with its pages. */
+START_TEST(test_decay_inside_a_bin)
+{
+	char *p[2], *x, *y;
+	size_t cap;
+
+	conf_add("decay_ms:800");
+	pools_age(250); /* a period: the first miss starts the decay thread */
+	for (int i = 0; i < 2; i++)
+		memset(p[i] = scratch_acquire(3 * MIB), 0x5a, 3 * MIB);
+	cap = scratch_usable_size(p[0]);
+	scratch_release(p[0]);
+	scratch_release(p[1]);
+	x = scratch_acquire(3 * MIB); /* the bin's head */
+	y = scratch_acquire(3 * MIB);
+	scratch_release(x);
+	usleep(400 * 1000);
+	scratch_release(y); /* behind x in the bin, idle 400 ms less */
+	expect_pool(2 * cap, 0);
+	ck_assert_uint_eq(wait_trimmed(cap), cap);
+	ck_assert_uint_eq(total_stats().trimmed, cap); /* x alone */
+	expect_pool(cap, 0);
+	ck_assert_ptr_eq(scratch_acquire(3 * MIB), y); /* still cached: a hit */
+	ck_assert_int_eq(y[3 * MIB - 1], 0x5a);
+	expect_pool(cap, cap);
+	ck_assert_uint_eq(thread_stats().misses, 2);
+	ck_assert_uint_eq(thread_stats().hits, 3);
+	scratch_release(y);
+}
+END_TEST
+
 struct quiet {
 	pthread_mutex_t m;
 	pthread_cond_t cv;
@@ -2265,6 +2367,7 @@ Suite *pool_suite(void)
 	tc = tcase_create("reuse");
 	tcase_add_test(tc, test_larger_class_hit);
 	tcase_add_test(tc, test_larger_class_closest_fit);
+	tcase_add_test(tc, test_class_order_stable);
 	tcase_add_test(tc, test_shed_keeps_an_eighth);
 	tcase_add_test(tc, test_growth_moves_pages);
 	tcase_add_test(tc, test_moves_keep_mappings);
@@ -2288,6 +2391,7 @@ Suite *pool_suite(void)
 	 * decay passes out of other threads' caches (see pool.c) */
 #ifndef UNDER_TSAN
 	tcase_add_test(tc, test_decay_cached_block);
+	tcase_add_test(tc, test_decay_inside_a_bin);
 	tcase_add_test(tc, test_decay_quiet_thread);
 	tcase_add_test(tc, test_decay_depot_and_fork);
 	tcase_add_test(tc, test_decay_remote_freed_by_pass);
