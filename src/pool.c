@@ -1911,11 +1911,18 @@ static uint64_t decay_thread_after_ms(void)
 	return decay_period_ms() < 1000 ? decay_period_ms() : 1000;
 }
 
+/* ... unless one of its threads holds this much already: a host that
+ * bursts within its first second and then makes no slow-path call again
+ * (it only frees, or goes quiet) would otherwise keep the burst's pages
+ * for good. Far above what the short programs' I/O buffers take. */
+#define DECAY_EARLY_BYTES (UINT64_C(64) << 20)
+
 /*
  * Every slow-path acquire comes here, outside its bins and locks: the
- * first once the pools have lived decay_thread_after_ms() starts the decay
- * thread; until then, and without one, every 16th of a thread's reads the
- * clock and runs a pass inline when one is due.
+ * first once the pools have lived decay_thread_after_ms(), or once the
+ * thread retains DECAY_EARLY_BYTES, starts the decay thread; until then,
+ * and without one, every 16th of a thread's reads the clock and runs a
+ * pass inline when one is due.
  */
 static void decay_slow_event(struct tcache *tc)
 {
@@ -1929,7 +1936,8 @@ static void decay_slow_event(struct tcache *tc)
 	if (st == DK_NONE && g.conf.decay_thread &&
 	    __atomic_load_n(&dk.stack_once, __ATOMIC_RELAXED) == 0)
 		decay_stack_prepare();
-	if (st == DK_NONE && scratch__os_monotonic_ms() - g.born_ms >= decay_thread_after_ms()) {
+	if (st == DK_NONE && (scratch__os_monotonic_ms() - g.born_ms >= decay_thread_after_ms() ||
+	                      tc->c->retained >= DECAY_EARLY_BYTES)) {
 		decay_start();
 		st = __atomic_load_n(&dk.state, __ATOMIC_ACQUIRE);
 	}

@@ -2039,6 +2039,27 @@ static uint64_t wait_trimmed(uint64_t want)
 	return got;
 }
 
+/* A burst within the first period that holds DECAY_EARLY_BYTES (64 MiB)
+ * starts the thread at once: a host that then only frees, or goes quiet,
+ * gets the burst's pages back with no call of its own. */
+START_TEST(test_decay_thread_early_for_a_burst)
+{
+	void *p[3];
+
+	conf_add("decay_ms:2000"); /* a period of 500 ms */
+	for (int i = 0; i < 3; i++)
+		memset(p[i] = scratch_acquire(32 * MIB), 1, MIB);
+	for (int i = 0; i < 3; i++)
+		scratch_release(p[i]);
+	expect_pool(96 * MIB, 0);
+	for (int i = 0; i < 200 && threads_named("scratch-decay") == 0; i++)
+		usleep(10000);
+	ck_assert_int_eq(threads_named("scratch-decay"), 1);
+	ck_assert_uint_eq(wait_trimmed(96 * MIB), 96 * MIB);
+	expect_pool(0, 0);
+}
+END_TEST
+
 /* An idle cached block decays: its pages go back, its address and class
  * stay (it comes back, fresh and zero), and the equations hold after each
  * step. */
@@ -2399,6 +2420,7 @@ Suite *pool_suite(void)
 #endif
 	tcase_add_test(tc, test_decay_inline);
 	tcase_add_test(tc, test_decay_thread_waits_a_period);
+	tcase_add_test(tc, test_decay_thread_early_for_a_burst);
 	suite_add_tcase(s, tc);
 	return s;
 }
