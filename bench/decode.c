@@ -38,9 +38,14 @@
  * the kernel CPU time (all threads) of the warm-up beside; sys_ms is the
  * kernel CPU time of the whole run, on this loop nearly all page faults;
  * prefault_ms is what the floor's pre-faulting took before its timer.
+ * steady_hot_mib is the hot set of a steady token: the distinct bytes its
+ * buffers spanned (the union of the address ranges written, all threads),
+ * what the caches must hold; an allocator that gives one thread's buffer the
+ * memory another thread's just left has a smaller one.
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -87,6 +92,16 @@ struct job {
 	char *bufs[MAX_WORKERS][MAX_TEMPS];
 };
 
+struct span {
+	uintptr_t lo, hi;
+};
+
+/* The address ranges one thread wrote in the current token. */
+struct spans {
+	struct span *v;
+	size_t n, cap;
+};
+
 struct decode {
 	unsigned workers;
 	unsigned tokens;
@@ -103,6 +118,9 @@ struct decode {
 	pthread_barrier_t done;
 	struct job job;
 	int failed; /* set (to 1) by any thread whose malloc returned NULL */
+	struct spans touched[MAX_WORKERS + 1]; /* per worker, then the main thread */
+	struct span *merged;                   /* room for all of them */
+	double hot_bytes;                      /* summed over the steady tokens */
 };
 
 struct worker {
@@ -121,6 +139,13 @@ static void write_once(char *p, size_t n, unsigned char fill)
 {
 	memset(p, fill, n);
 	keep(p);
+}
+
+/* Note that a thread wrote [p, p + n) in this token (see hot_set). */
+static void touched(struct spans *s, const char *p, size_t n)
+{
+	if (s->n < s->cap)
+		s->v[s->n++] = (struct span){(uintptr_t)p, (uintptr_t)p + n};
 }
 
 /* Worker id's slice of a buffer of n bytes shared by all workers. */
@@ -147,6 +172,7 @@ static void run_layer(struct decode *d, unsigned id)
 			break;
 		}
 		write_once(temps[i], job->sizes[id][i], job->fill);
+		touched(&d->touched[id], temps[i], job->sizes[id][i]);
 	}
 	write_slice(d, id, job->shared, job->shared_size, job->fill);
 	if (job->own_temps) {
@@ -294,8 +320,12 @@ static void prefault_all(struct decode *d, char *shared, char *logits)
  * the floor passed its preallocated ones. Returns false when malloc failed. */
 static bool run_token(struct decode *d, unsigned tok, char *pre_shared, char *pre_logits)
 {
+	struct spans *mine = &d->touched[d->workers];
 	unsigned l;
 
+	/* the workers wait at the barrier: their lists are ours to reset */
+	for (l = 0; l <= d->workers; l++)
+		d->touched[l].n = 0;
 	for (l = 0; l < d->layers; l++) {
 		d->job.fill = (unsigned char)(tok * 31 + l + 1);
 		plan_layer(d, tok);
@@ -308,6 +338,7 @@ static bool run_token(struct decode *d, unsigned tok, char *pre_shared, char *pr
 			return false;
 		}
 		dispatch(d, JOB_LAYER);
+		touched(mine, d->job.shared, d->job.shared_size);
 		if (d->main_alloc && !d->prealloc)
 			free_worker_bufs(d);
 		if (!pre_shared)
@@ -319,6 +350,7 @@ static bool run_token(struct decode *d, unsigned tok, char *pre_shared, char *pr
 	if (!d->job.shared)
 		return false;
 	dispatch(d, JOB_LOGITS);
+	touched(mine, d->job.shared, LOGITS_SIZE);
 	if (!pre_logits)
 		free(d->job.shared);
 	return true;
@@ -476,6 +508,63 @@ static int parse_args(int argc, char **argv, struct decode *d)
 	return 0;
 }
 
+static int span_cmp(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* The bytes the last token's buffers spanned, all threads: the union of
+ * the ranges they wrote (a range written twice, or by two threads, counts
+ * once). */
+static double hot_set(struct decode *d)
+{
+	size_t n = 0, i;
+	uintptr_t end = 0;
+	double bytes = 0;
+
+	for (unsigned t = 0; t <= d->workers; t++)
+		for (i = 0; i < d->touched[t].n; i++)
+			d->merged[n++] = d->touched[t].v[i];
+	qsort(d->merged, n, sizeof(*d->merged), span_cmp);
+	for (i = 0; i < n; i++) {
+		uintptr_t lo = d->merged[i].lo > end ? d->merged[i].lo : end;
+
+		if (d->merged[i].hi > lo)
+			bytes += (double)(d->merged[i].hi - lo);
+		if (d->merged[i].hi > end)
+			end = d->merged[i].hi;
+	}
+	return bytes;
+}
+
+/* Room for every range of a token: a worker's temporaries of each layer,
+ * the main thread's shared buffer of each layer and the logits. */
+static bool spans_alloc(struct decode *d)
+{
+	size_t all = 0;
+
+	for (unsigned t = 0; t <= d->workers; t++) {
+		struct spans *s = &d->touched[t];
+
+		s->cap = t < d->workers ? (size_t)d->layers * MAX_TEMPS : (size_t)d->layers + 1;
+		s->v = calloc(s->cap, sizeof(*s->v));
+		if (!s->v)
+			return false;
+		all += s->cap;
+	}
+	d->merged = calloc(all, sizeof(*d->merged));
+	return d->merged != NULL;
+}
+
+static void spans_free(struct decode *d)
+{
+	for (unsigned t = 0; t <= d->workers; t++)
+		free(d->touched[t].v);
+	free(d->merged);
+}
+
 /* What one run measured besides the three samples (start, end of warm-up, end). */
 struct times {
 	double first_ms;    /* the first token alone */
@@ -496,22 +585,23 @@ static void report(const struct decode *d, struct sample s0, struct sample s1, s
 	long rss = peak_rss_kib();
 	const char *variant = d->prealloc ? "prealloc" : d->main_alloc ? "main-alloc" : "default";
 	const char *sizes = d->vary ? "vary" : "fixed";
+	double hot_mib = d->hot_bytes / steady / (double)MIB;
 
 	printf("decode: %u workers, %u tokens x %u layers (%u warm-up), %s, %s sizes: "
 	       "%.2f tokens/s, %.1f faults/token in steady state (%.1f overall), "
-	       "peak RSS %.1f MiB\n",
+	       "peak RSS %.1f MiB, hot set %.1f MiB a token\n",
 	       d->workers, d->tokens, d->layers, d->warmup, variant, sizes, tps, steady_fpt, fpt,
-	       (double)rss / 1024.0);
+	       (double)rss / 1024.0, hot_mib);
 	printf("decode variant=%s sizes=%s threads=%u tokens=%u layers=%u warmup=%u "
 	       "seconds=%.4f tokens_per_s=%.3f steady_tokens_per_s=%.3f faults=%ld "
 	       "faults_per_token=%.2f steady_faults_per_token=%.2f peak_rss_kib=%ld "
 	       "cpu_ms_per_token=%.3f steady_cpu_ms_per_token=%.3f first_token_ms=%.2f "
 	       "steady_ms_per_token=%.3f warmup_excess_ms=%.2f prefault_ms=%.2f "
-	       "warmup_faults=%ld warmup_sys_ms=%.1f sys_ms=%.1f\n",
+	       "warmup_faults=%ld warmup_sys_ms=%.1f sys_ms=%.1f steady_hot_mib=%.1f\n",
 	       variant, sizes, d->workers, d->tokens, d->layers, d->warmup, secs, tps, steady_tps,
 	       s2.faults - s0.faults, fpt, steady_fpt, rss, (s2.cpu - s0.cpu) * 1e3 / d->tokens,
 	       (s2.cpu - s1.cpu) * 1e3 / steady, tm.first_ms, steady_ms, excess_ms, tm.prefault_ms,
-	       s1.faults - s0.faults, (s1.sys - s0.sys) * 1e3, (s2.sys - s0.sys) * 1e3);
+	       s1.faults - s0.faults, (s1.sys - s0.sys) * 1e3, (s2.sys - s0.sys) * 1e3, hot_mib);
 }
 
 /* The timed loop, with the workers already running. */
@@ -524,6 +614,11 @@ static int decode_run(struct decode *d)
 	int rc = 0;
 
 	d->job.own_temps = !d->main_alloc && !d->prealloc;
+	if (!spans_alloc(d)) {
+		spans_free(d);
+		fprintf(stderr, "decode: out of memory\n");
+		return 1;
+	}
 	if (d->prealloc) {
 		double t = now();
 
@@ -543,6 +638,8 @@ static int decode_run(struct decode *d)
 		if (!run_token(d, tok, pre_shared, pre_logits))
 			break;
 		t1 = take_sample();
+		if (tok >= d->warmup) /* microseconds: a few dozen ranges */
+			d->hot_bytes += hot_set(d);
 		if (tok == 0)
 			tm.first_ms = (t1.t - t0.t) * 1e3;
 		if (d->verbose)
@@ -561,6 +658,7 @@ out_free:
 		free_worker_bufs(d);
 	free(pre_shared);
 	free(pre_logits);
+	spans_free(d);
 	return rc;
 }
 

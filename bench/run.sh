@@ -297,17 +297,17 @@ report() {
 	# decode_table(t): one row per configuration measured in table t (rows
 	# with no result at all are left out), each figure beside its target on
 	# the shim rows; then what part of each whole-run gap is first touch.
-	function decode_table(t,    cfgs, n, i, c, f, fl, frss, bw, bs, shim, xf, xb, xs, xsb, xc, fs, rss, t1, ex) {
+	function decode_table(t,    cfgs, n, i, c, f, fl, frss, bw, bs, shim, xf, xb, xs, xsb, xc, fs, rss, t1, ex, hot) {
 		n = split("floor glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc shim-glibc shim-jemalloc shim-glibc-thp", cfgs, " ")
 		fl = status(t, "floor") == ""
 		frss = fl ? median(t, "floor", "peak_rss_kib") : ""
 		bw = best_peer(t, "tokens_per_s")
 		bs = best_peer(t, "steady_tokens_per_s")
-		f = "  %-17s %8s %7s %7s %-4s %7s %-4s %7s %7s %9s %-4s %7s %8s %-4s %6s %7s\n"
-		printf f, "", "whole", "whole", "whole", "", "steady", "", "steady", "steady", "faults/", "", "peak", "peak", "", "token", "warm-up"
-		printf f, "", "run", "run", "run x", "", "x floor", "", "x best", "by CPU", "token", "", "RSS", "RSS x", "", "0", "excess"
-		printf f, "allocator", "tokens/s", "x floor", "best", "", "", "", "peer", "x floor", "steady", "", "MiB", "floor", "", "ms", "ms"
-		printf f, "", "", "", "(>1)", "", "(>=.97)", "", "", "", "(0)", "", "", "(<=1.25)", "", "", ""
+		f = "  %-17s %8s %7s %7s %-4s %7s %-4s %7s %7s %9s %-4s %7s %8s %-4s %6s %7s %6s\n"
+		printf f, "", "whole", "whole", "whole", "", "steady", "", "steady", "steady", "faults/", "", "peak", "peak", "", "token", "warm-up", "hot"
+		printf f, "", "run", "run", "run x", "", "x floor", "", "x best", "by CPU", "token", "", "RSS", "RSS x", "", "0", "excess", "set"
+		printf f, "allocator", "tokens/s", "x floor", "best", "", "", "", "peer", "x floor", "steady", "", "MiB", "floor", "", "ms", "ms", "MiB"
+		printf f, "", "", "", "(>1)", "", "(>=.97)", "", "", "", "(0)", "", "", "(<=1.25)", "", "", "", ""
 		for (i = 1; i <= n; i++) {
 			c = cfgs[i]
 			if (unmeasured(t, c, cname(c)))
@@ -322,11 +322,13 @@ report() {
 			rss = median(t, c, "peak_rss_kib")
 			t1 = median(t, c, "first_token_ms")
 			ex = median(t, c, "warmup_excess_ms")
+			hot = median(t, c, "steady_hot_mib")
 			printf f, cname(c), sprintf("%.2f", median(t, c, "tokens_per_s")), xfmt(xf),
 				xfmt(xb), mark(shim && xb != "", xb > 1), xfmt(xs), mark(shim && xs != "", xs >= 0.97),
 				xfmt(xsb), xfmt(xc), sprintf("%.2f", fs), mark(shim, fs < 0.05), sprintf("%.1f", rss / 1024),
 				frss == "" ? "-" : xfmt(rss / frss), mark(shim && frss != "", rss <= 1.25 * frss),
-				t1 == "" ? "-" : sprintf("%.0f", t1), ex == "" ? "-" : sprintf("%.0f", ex)
+				t1 == "" ? "-" : sprintf("%.0f", t1), ex == "" ? "-" : sprintf("%.0f", ex),
+				hot == "" ? "-" : sprintf("%.0f", hot)
 		}
 		printf "  best peer: %s over the whole run, %s in the steady state.\n",
 			bw == "" ? "none measured" : cname(bw), bs == "" ? "none measured" : cname(bs)
@@ -625,8 +627,14 @@ decode_legend() {
    first token alone; warm-up excess is what the warm-up tokens took beyond the run's own
    steady rate: first touch and growth. Steady by CPU: the floor's CPU time per steady token
    over the run's (above 1: less work per token than the floor), which other load on the
-   machine disturbs less than tokens/s. The floor allocates every buffer at its largest size
-   and pre-faults it before its timer; each use writes the same bytes as in the other runs.
+   machine disturbs less than tokens/s. Hot set: the distinct bytes a steady token's buffers
+   spanned (the union of the address ranges written, all threads): what the caches must hold.
+   An allocator that hands one thread's request the memory another thread just freed (a
+   shared heap: tcmalloc's logits buffer takes the pages of the workers' temporaries) has a
+   smaller one than per-thread pools, which keep each thread's pages apart; where the hot set
+   outgrows the last-level cache, writes slow down. The floor allocates every buffer at its
+   largest size and pre-faults it before its timer; each use writes the same bytes as in the
+   other runs.
    Targets (shim rows): whole run ahead of every peer (> 1x the best), steady state >= 0.97x
    the floor, 0 faults per token in steady state, peak RSS <= 1.25x the floor's.
    jemalloc tuned: MALLOC_CONF=$tuned
