@@ -140,9 +140,13 @@ static inline size_t scratch__stats_len(uint32_t size, size_t full)
 /* OS layer (os.c)                                                        */
 /* ---------------------------------------------------------------------- */
 
-/* Reserve size bytes of read-write address space aligned on align (a power
- * of two), without committing swap (MAP_NORESERVE). NULL on failure. */
+/* Reserve size bytes of address space aligned on align (a power of two),
+ * inaccessible until scratch__os_commit() opens a part of it, without
+ * committing swap (MAP_NORESERVE). NULL on failure. */
 SCRATCH_HIDDEN void *scratch__os_reserve(size_t size, size_t align);
+/* Make [p, p + size) of a reservation read-write. false when the kernel
+ * refuses (no mapping left, strict overcommit); errno is kept. */
+SCRATCH_HIDDEN bool scratch__os_commit(void *p, size_t size);
 /* Anonymous read-write memory for metadata; NULL on failure. */
 SCRATCH_HIDDEN void *scratch__os_map(size_t size);
 SCRATCH_HIDDEN void scratch__os_unmap(void *p, size_t size);
@@ -164,8 +168,10 @@ SCRATCH_HIDDEN int scratch__os_memfd(const char *name, size_t size);
  * (getdents64, which allocates nothing, unlike readdir): bytes read, 0 at
  * the end, or -errno. */
 SCRATCH_HIDDEN long scratch__os_getdents(int fd, void *buf, size_t len);
-/* Give the pages back; the range stays mapped and reads as zero. */
-SCRATCH_HIDDEN void scratch__os_decommit(void *p, size_t size);
+/* Give the pages back; the range stays mapped and reads as zero. false
+ * when the kernel kept them (locked pages: mlock, mlockall), and then the
+ * range still holds what was written; errno is kept. */
+SCRATCH_HIDDEN bool scratch__os_decommit(void *p, size_t size);
 /* Ask for transparent huge pages on the range, or (on false) for none;
  * best effort. */
 SCRATCH_HIDDEN void scratch__os_hugepage(void *p, size_t size, bool on);

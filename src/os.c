@@ -28,9 +28,11 @@ void *scratch__os_reserve(size_t size, size_t align)
 	char *p, *start;
 
 	/* Over-map by one alignment unit, then cut both ends off. Untouched
-	 * pages of a MAP_NORESERVE mapping cost neither memory nor swap. */
-	p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-	         -1, 0);
+	 * pages of a MAP_NORESERVE mapping cost neither memory nor swap, and
+	 * PROT_NONE ones are not even faulted in by a host's
+	 * mlockall(MCL_CURRENT), which populates every accessible mapping:
+	 * the whole reservation, read-write, would be tens of GiB. */
+	p = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
 	start = (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
@@ -39,6 +41,15 @@ void *scratch__os_reserve(size_t size, size_t align)
 	if (start + size < p + span)
 		munmap(start + size, (size_t)(p + span - (start + size)));
 	return start;
+}
+
+bool scratch__os_commit(void *p, size_t size)
+{
+	int saved = errno;
+	bool ok = mprotect(p, size, PROT_READ | PROT_WRITE) == 0;
+
+	errno = saved;
+	return ok;
 }
 
 void *scratch__os_map(size_t size)
@@ -111,14 +122,16 @@ long scratch__os_getdents(int fd, void *buf, size_t len)
 	return n < 0 ? -errno : n;
 }
 
-void scratch__os_decommit(void *p, size_t size)
+bool scratch__os_decommit(void *p, size_t size)
 {
 	int saved = errno;
-
 	/* MADV_DONTNEED on private anonymous memory: the pages go back now and
-	 * the range reads as zero afterwards, which calloc relies on. */
-	madvise(p, size, MADV_DONTNEED);
+	 * the range reads as zero afterwards, which calloc relies on. Locked
+	 * pages refuse (EINVAL) and keep their contents. */
+	bool ok = madvise(p, size, MADV_DONTNEED) == 0;
+
 	errno = saved;
+	return ok;
 }
 
 void scratch__os_hugepage(void *p, size_t size, bool on)

@@ -780,7 +780,8 @@ static uint32_t carve_any(unsigned bin)
 	if (cap >= HUGE_SIZE) {
 		uint64_t span = (cap + HUGE_SIZE - 1) & ~(HUGE_SIZE - 1);
 
-		if (g.large_end - g.large_cur < span)
+		if (g.large_end - g.large_cur < span ||
+		    !scratch__os_commit((void *)g.large_cur, span))
 			return reclass(bin);
 		at = g.large_cur;
 		g.large_cur += span;
@@ -792,7 +793,8 @@ static uint32_t carve_any(unsigned bin)
 			scratch__os_hugepage((void *)(at + (cap & ~(HUGE_SIZE - 1))),
 			                     span - (cap & ~(HUGE_SIZE - 1)), false);
 	} else {
-		if (g.small_end - g.small_cur < cap)
+		if (g.small_end - g.small_cur < cap ||
+		    !scratch__os_commit((void *)g.small_cur, cap))
 			return reclass(bin);
 		at = g.small_cur;
 		g.small_cur += cap;
@@ -898,11 +900,21 @@ static void depot_put(uint32_t id)
 /* Give an idle block's pages from byte from on back to the OS (those
  * before it were moved away: block_move) and keep its address for its
  * class. Drops g.lock around madvise. */
+/* An idle block's pages went back (!kept): it reads as zero, and no lease
+ * has written it; or the kernel kept them (locked memory): it holds what
+ * its last lease wrote, anywhere in its capacity. */
+static void block_emptied(struct blk *d, bool kept)
+{
+	d->fresh = !kept;
+	d->ext = kept ? g.cls_size[d->cls] : 0;
+}
+
 static void block_empty_from(uint32_t id, uint64_t from)
 {
 	struct blk *d = &g.blk[id];
 	unsigned bin = d->cls;
 	uint64_t cap = g.cls_size[bin];
+	bool kept = false;
 
 	SCRATCH_ASSERT(d->state == BLK_LEASED || d->state == BLK_CACHED || d->state == BLK_REMOTE);
 	SCRATCH_ASSERT(from <= cap);
@@ -911,16 +923,15 @@ static void block_empty_from(uint32_t id, uint64_t from)
 	scratch__segment_block_state(id, SCRATCH_SEG_BLK_EMPTY);
 	if (from < cap) {
 		pthread_mutex_unlock(&g.lock);
-		scratch__os_decommit((void *)(blk_addr(d) + from), cap - from);
+		kept = !scratch__os_decommit((void *)(blk_addr(d) + from), cap - from);
 		pthread_mutex_lock(&g.lock);
 	}
-	d->fresh = 1;
-	d->ext = 0;
+	block_emptied(d, kept);
 	d->next = g.empty_head[bin];
 	g.empty_head[bin] = id;
 	g.live_blocks--;
 	proc_begin();
-	SCRATCH__ADD(&g.proc->trimmed, cap - from);
+	SCRATCH__ADD(&g.proc->trimmed, kept ? 0 : cap - from);
 	SCRATCH__SUB(&g.pcls->live[CLS(bin)], 1);
 	proc_end();
 }
@@ -1049,16 +1060,16 @@ static uint64_t depot_trim(void)
 		while ((id = depot_take(i / g.nbins, bin)) != 0) {
 			struct blk *d = &g.blk[id];
 
-			scratch__os_decommit((void *)blk_addr(d), g.cls_size[bin]);
+			bool kept = !scratch__os_decommit((void *)blk_addr(d), g.cls_size[bin]);
+
 			d->state = BLK_EMPTY;
 			scratch__segment_block_state(id, SCRATCH_SEG_BLK_EMPTY);
-			d->fresh = 1;
-			d->ext = 0;
+			block_emptied(d, kept);
 			d->next = g.empty_head[bin];
 			g.empty_head[bin] = id;
 			g.live_blocks--;
 			count_live(bin, -1);
-			total += g.cls_size[bin];
+			total += kept ? 0 : g.cls_size[bin];
 		}
 	}
 	proc_begin();
@@ -1601,20 +1612,21 @@ static void decay_finish(uint32_t list)
 
 	if (list == 0)
 		return;
+	/* the list is the pass's alone: fresh notes which pages went back */
 	for (id = list; id != 0; id = g.blk[id].next)
-		scratch__os_decommit((void *)blk_addr(&g.blk[id]), g.cls_size[g.blk[id].cls]);
+		g.blk[id].fresh = scratch__os_decommit((void *)blk_addr(&g.blk[id]),
+		                                       g.cls_size[g.blk[id].cls]);
 	pthread_mutex_lock(&g.lock);
 	for (id = list; id != 0; id = next) {
 		struct blk *d = &g.blk[id];
 
 		next = d->next;
-		d->fresh = 1;
-		d->ext = 0;
+		total += d->fresh ? g.cls_size[d->cls] : 0;
+		block_emptied(d, !d->fresh);
 		d->next = g.empty_head[d->cls];
 		g.empty_head[d->cls] = id;
 		g.live_blocks--;
 		count_live(d->cls, -1);
-		total += g.cls_size[d->cls];
 	}
 	proc_begin();
 	SCRATCH__ADD(&g.proc->trimmed, total);

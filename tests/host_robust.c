@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -807,6 +808,48 @@ static void test_realloc_growth(void)
 	free(p);
 }
 
+/* A host that locks all its memory, now and to come (mlockall, as
+ * real-time and some serving programs do). The lock must not fault in
+ * address space an allocator only reserved (run under ulimit -v, so that
+ * a reservation that were read-write would be a few GiB, not the machine);
+ * and a block whose pages the allocator could not give back (locked pages
+ * stay, with their data) must not be taken for a zeroed one: the 1 MiB
+ * block realloc leaves behind is calloc's next. Without the privilege to
+ * lock, it says so and checks nothing else. */
+static void test_mlockall(void)
+{
+	const size_t n = HOST_MIB;
+	unsigned char *p, *q, *z;
+	long base, peak;
+	size_t i, nonzero = 0;
+
+	free(malloc(n)); /* the allocator is up before the lock */
+	if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
+		printf("mlockall: refused\n");
+		return;
+	}
+	base = status_kib("VmRSS:");
+	EXPECT(base >= 0 && base < 512 * 1024, "VmRSS %ld KiB after mlockall", base);
+	p = malloc(n);
+	EXPECT(p != NULL, "malloc");
+	if (p == NULL)
+		return;
+	memset(p, 0xa5, n);
+	q = realloc(p, 8 * n); /* p's block stays behind, its pages locked */
+	EXPECT(q != NULL && q[n - 1] == 0xa5, "realloc");
+	z = calloc(1, n);
+	EXPECT(z != NULL, "calloc");
+	for (i = 0; z != NULL && i < n; i++)
+		nonzero += z[i] != 0;
+	EXPECT(nonzero == 0, "calloc: %zu bytes not zero", nonzero);
+	free(z);
+	free(q);
+	peak = status_kib("VmHWM:");
+	EXPECT(peak - base < 64 * 1024, "VmHWM %ld KiB, %ld KiB after mlockall", peak, base);
+	munlockall();
+	printf("mlockall: locked\n");
+}
+
 /* Run under ulimit -v: three 1.5 GiB blocks (never touched) that the limit
  * allows the backend, so the pools' region must not have taken their
  * room. Above max_size, they are the backend's anyway. */
@@ -857,11 +900,13 @@ int main(int argc, char **argv)
 		test_realloc_growth();
 	else if (!strcmp(cmd, "as-limit"))
 		test_as_limit();
+	else if (!strcmp(cmd, "mlockall"))
+		test_mlockall();
 	else {
 		fprintf(stderr, "usage: host_robust thread-exit|fork|exec|dlopen PLUGIN|"
 		                "deepbind-self PLUGIN|deepbind-cross "
 		                "PLUGIN|signals|threads256|oom|count|region-full|no-fds|"
-		                "realloc-growth|as-limit\n");
+		                "realloc-growth|as-limit|mlockall\n");
 		return 2;
 	}
 	if (failures)
