@@ -256,6 +256,8 @@ static struct {
 	/* block_move: the kernel moves no pages (before Linux 5.7, or refused),
 	 * or moves them only within one mapping (before 6.17) */
 	bool move_off, move_one_map;
+	/* The process locks its memory (see pages_locked()): set for good */
+	bool locked;
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER, .min = UINT64_C(16) << 10};
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -907,6 +909,27 @@ static void block_emptied(struct blk *d, bool kept)
 {
 	d->fresh = !kept;
 	d->ext = kept ? g.cls_size[d->cls] : 0;
+	if (kept)
+		__atomic_store_n(&g.locked, true, __ATOMIC_RELAXED);
+}
+
+/*
+ * Does the process lock its memory? Then pages do not move: a move
+ * (MREMAP_DONTUNMAP) leaves its source range unlocked, so what a later
+ * lease faults there would escape the host's mlockall. Nor do idle blocks
+ * go back early (carve_shed): the kernel keeps locked pages. Known from a
+ * page the kernel refused to take back (block_emptied) or, before each
+ * move, from a probe for mlockall(MCL_FUTURE) (scratch__os_future_locked:
+ * three system calls beside the move's one). Kept once known.
+ */
+static bool pages_locked(void)
+{
+	if (__atomic_load_n(&g.locked, __ATOMIC_RELAXED))
+		return true;
+	if (!scratch__os_future_locked())
+		return false;
+	__atomic_store_n(&g.locked, true, __ATOMIC_RELAXED);
+	return true;
 }
 
 static void block_empty_from(uint32_t id, uint64_t from)
@@ -2134,6 +2157,8 @@ static void carve_shed(struct tcache *tc, unsigned bin, uint64_t lease, uint64_t
 	const unsigned end = __atomic_load_n(&g.move_off, __ATOMIC_RELAXED) ? bin : g.huge_bin;
 	uint64_t shed = 0;
 
+	if (__atomic_load_n(&g.locked, __ATOMIC_RELAXED))
+		return; /* nothing would go back */
 	bytes = shed_bytes(tc, lease, bytes);
 	for (unsigned b = g.cls_base; b < bin && b < end && shed < bytes; b++)
 		while (tc->bins[b].head != 0 && shed < bytes) {
@@ -2180,6 +2205,9 @@ static uint64_t carve_move(struct tcache *tc, unsigned bin, uint64_t size, uint3
 	unsigned b;
 
 	*ret_moved = 0;
+	if (__atomic_load_n(&g.move_off, __ATOMIC_RELAXED) ||
+	    move_source(tc, bin, want - off) == 0 || pages_locked())
+		return 0;
 	while (off < want && !__atomic_load_n(&g.move_off, __ATOMIC_RELAXED) &&
 	       (b = move_source(tc, bin, want - off)) != 0) {
 		uint32_t id = bin_pop(tc, b);
@@ -2778,7 +2806,8 @@ size_t scratch__shim_move(void *to, void *from)
 	struct blk *src;
 	uint64_t moved;
 
-	if (s == 0 || d == 0 || g.blk[s].cls >= g.blk[d].cls)
+	if (s == 0 || d == 0 || g.blk[s].cls >= g.blk[d].cls ||
+	    g.cls_size[g.blk[s].cls] < HUGE_SIZE || pages_locked())
 		return 0;
 	src = &g.blk[s];
 	moved = block_move(src, &g.blk[d], 0, g.cls_size[g.blk[d].cls] & ~(HUGE_SIZE - 1));
