@@ -162,10 +162,10 @@ SCRATCH_HIDDEN int scratch__os_move(void *from, void *to, size_t size);
  * range spans mappings and the kernel, before 6.17, moves only within
  * one); on failure nothing moved. errno is kept. */
 SCRATCH_HIDDEN int scratch__os_move_pages(void *from, void *to, size_t size);
-/* Does a new mapping start locked (the process called mlockall with
- * MCL_FUTURE)? One page mapped, asked whether it is resident untouched
- * (mincore) and unmapped. errno is kept. */
-SCRATCH_HIDDEN bool scratch__os_future_locked(void);
+/* Is the page at probe (a private anonymous mapping of its own, never
+ * written) locked (mlock, mlockall)? The kernel refuses MADV_DONTNEED on
+ * locked pages: one system call. errno is kept. */
+SCRATCH_HIDDEN bool scratch__os_locked(void *probe);
 /* An anonymous file (memfd, close-on-exec) of size bytes: the fd, or -errno. */
 SCRATCH_HIDDEN int scratch__os_memfd(const char *name, size_t size);
 /* Directory entries of fd into buf as struct linux_dirent64 records

@@ -52,24 +52,14 @@ bool scratch__os_commit(void *p, size_t size)
 	return ok;
 }
 
-bool scratch__os_future_locked(void)
+bool scratch__os_locked(void *probe)
 {
-	long page = sysconf(_SC_PAGESIZE);
 	int saved = errno;
-	unsigned char v = 0;
-	void *p = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-	               0);
+	bool locked = madvise(probe, (size_t)sysconf(_SC_PAGESIZE), MADV_DONTNEED) != 0 &&
+	              errno == EINVAL;
 
-	if (p == MAP_FAILED) {
-		errno = saved;
-		return false;
-	}
-	/* VM_LOCKED mappings are populated at mmap: resident before any touch */
-	if (mincore(p, (size_t)page, &v) != 0)
-		v = 0;
-	munmap(p, (size_t)page);
 	errno = saved;
-	return (v & 1) != 0;
+	return locked;
 }
 
 void *scratch__os_map(size_t size)

@@ -258,6 +258,7 @@ static struct {
 	bool move_off, move_one_map;
 	/* The process locks its memory (see pages_locked()): set for good */
 	bool locked;
+	void *lock_probe; /* a page of its own, mapped with the region */
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER, .min = UINT64_C(16) << 10};
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -612,7 +613,8 @@ static bool tables_setup(uint64_t size)
 	g.blk = scratch__os_map(((uint64_t)g.maxblk + 1) * sizeof(struct blk));
 	g.ntcs = (uint32_t)g.conf.max_threads;
 	g.tcs = scratch__os_map((uint64_t)g.ntcs * sizeof(struct tcache));
-	return g.starttab != NULL && g.blk != NULL && g.tcs != NULL;
+	g.lock_probe = scratch__os_map(PAGE_SIZE);
+	return g.starttab != NULL && g.blk != NULL && g.tcs != NULL && g.lock_probe != NULL;
 }
 
 /* per_node: a depot list per node where the cpuset spans two nodes or
@@ -919,14 +921,16 @@ static void block_emptied(struct blk *d, bool kept)
  * lease faults there would escape the host's mlockall. Nor do idle blocks
  * go back early (carve_shed): the kernel keeps locked pages. Known from a
  * page the kernel refused to take back (block_emptied) or, before each
- * move, from a probe for mlockall(MCL_FUTURE) (scratch__os_future_locked:
- * three system calls beside the move's one). Kept once known.
+ * move, from a probe page mapped with the region: mlockall(MCL_CURRENT)
+ * locks both, and so does MCL_FUTURE from before the pools started (one
+ * madvise beside the move's mremap). MCL_FUTURE alone, later, leaves the
+ * region unlocked, and moves harmless. Kept once known.
  */
 static bool pages_locked(void)
 {
 	if (__atomic_load_n(&g.locked, __ATOMIC_RELAXED))
 		return true;
-	if (!scratch__os_future_locked())
+	if (!scratch__os_locked(g.lock_probe))
 		return false;
 	__atomic_store_n(&g.locked, true, __ATOMIC_RELAXED);
 	return true;
