@@ -38,6 +38,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <gnu/lib-names.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -532,6 +533,51 @@ SHIM_API size_t malloc_usable_size(void *p)
 	if (cap)
 		return cap;
 	return backend_usable_size(p); /* not an allocation: not counted */
+}
+
+typedef int (*trim_fn)(size_t);
+
+/* glibc's own malloc_trim, from libc's handle as glibc.c finds
+ * malloc_usable_size (the shim defines the name): looked up at the first
+ * call, which is never inside malloc. NULL when libc will not say. */
+static trim_fn libc_trim(void)
+{
+	static trim_fn fn;
+	trim_fn f = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
+	void *libc;
+
+	if (f != NULL)
+		return f;
+	libc = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD);
+	if (libc != NULL) {
+		f = (trim_fn)(uintptr_t)dlsym(libc, "malloc_trim");
+		dlclose(libc);
+	}
+	if (f != NULL)
+		__atomic_store_n(&fn, f, __ATOMIC_RELEASE);
+	return f;
+}
+
+/*
+ * A host that calls malloc_trim wants its allocator's free memory back:
+ * the pools' idle blocks go back too (scratch_trim(): this thread's cache
+ * and the depot now, every other thread's cache at its next slow path),
+ * then glibc's heap does, with pad as glibc reads it. 1 when memory was
+ * released. errno is kept.
+ */
+SHIM_API int malloc_trim(size_t pad)
+{
+	int saved = errno;
+	size_t pooled = 0;
+	trim_fn f;
+	int r;
+
+	if (__atomic_load_n(&mode, __ATOMIC_ACQUIRE) == MODE_POOLS)
+		pooled = scratch_trim();
+	f = libc_trim();
+	r = f != NULL ? f(pad) : 0;
+	errno = saved;
+	return r || pooled != 0;
 }
 
 /* ---------------------------------------------------------------------- */

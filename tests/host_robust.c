@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -808,6 +809,26 @@ static void test_realloc_growth(void)
 	free(p);
 }
 
+/* malloc_trim gives back the allocator's free memory: a freed 48 MiB
+ * block (above glibc's largest mmap threshold, so glibc alone unmaps it at
+ * free) leaves no resident trace once the host has asked. */
+static void test_malloc_trim(void)
+{
+	const size_t n = 48 * HOST_MIB;
+	long base = status_kib("VmRSS:"), after;
+	char *p = malloc(n);
+
+	EXPECT(p != NULL, "malloc");
+	if (p == NULL)
+		return;
+	memset(p, 1, n);
+	free(p);
+	malloc_trim(0);
+	after = status_kib("VmRSS:");
+	EXPECT(base >= 0 && after - base < 8 * 1024, "VmRSS %ld KiB after malloc_trim, %ld before",
+	       after, base);
+}
+
 /* Anonymous mappings of 2 MiB or more that are not locked (no "lo" in
  * their smaps VmFlags); -1 when smaps cannot be read. */
 static long unlocked_mappings(void)
@@ -936,11 +957,13 @@ int main(int argc, char **argv)
 		test_as_limit();
 	else if (!strcmp(cmd, "mlockall"))
 		test_mlockall();
+	else if (!strcmp(cmd, "malloc-trim"))
+		test_malloc_trim();
 	else {
 		fprintf(stderr, "usage: host_robust thread-exit|fork|exec|dlopen PLUGIN|"
 		                "deepbind-self PLUGIN|deepbind-cross "
 		                "PLUGIN|signals|threads256|oom|count|region-full|no-fds|"
-		                "realloc-growth|as-limit|mlockall\n");
+		                "realloc-growth|as-limit|mlockall|malloc-trim\n");
 		return 2;
 	}
 	if (failures)
