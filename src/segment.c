@@ -523,6 +523,13 @@ static void copy_words(uint8_t *to, const uint8_t *from, size_t len)
 	memcpy(to + len / 8 * 8, from + len / 8 * 8, len % 8);
 }
 
+/* The thread slots ever attached: [0, threads_high). Under the pool's lock
+ * (which attach holds), so it does not move while a fork copies. */
+static uint32_t high_slots(const struct scratch_seg_header *h)
+{
+	return h->threads_high < h->thread_slots ? h->threads_high : h->thread_slots;
+}
+
 /* Before fork, under the pool's lock: the state the child starts from. */
 void scratch__segment_prefork(void)
 {
@@ -531,7 +538,10 @@ void scratch__segment_prefork(void)
 
 	if (h == NULL || seg.snap == NULL)
 		return;
-	for (uint32_t i = 0; i < h->thread_slots; i++)
+	/* Only slots below threads_high were ever written: reading one above
+	 * would fault a page of the shared file in (shmem allocates on a read
+	 * fault), about 4.6 MiB for the default 1024 slots. */
+	for (uint32_t i = 0; i < high_slots(h); i++)
 		if (__atomic_load_n(&thread_slot(i)->state, __ATOMIC_RELAXED) != SCRATCH_SEG_FREE)
 			used = i + 1;
 	seg.snap_part[0][0] = 0;
@@ -703,7 +713,7 @@ void scratch__segment_atfork_child(void)
 	 * zeros there, and touching them would only fault the pages in. */
 	if (h->ring_slots > 0 && seg.snap == NULL)
 		memset(seg_at(h->ring_off), 0, (size_t)h->ring_slots * h->record_stride);
-	for (uint32_t i = 0; i < h->thread_slots; i++) {
+	for (uint32_t i = 0; i < high_slots(h); i++) {
 		struct scratch_seg_thread *t = thread_slot(i);
 
 		if (i + 1 == my_slot)
