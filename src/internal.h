@@ -176,6 +176,10 @@ SCRATCH_HIDDEN long scratch__os_getdents(int fd, void *buf, size_t len);
  * when the kernel kept them (locked pages: mlock, mlockall), and then the
  * range still holds what was written; errno is kept. */
 SCRATCH_HIDDEN bool scratch__os_decommit(void *p, size_t size);
+/* A child forked from now on gets the range zero-filled, without its page
+ * tables copied (on), or a copy again (off); false when the kernel refuses
+ * (before Linux 4.14). errno is kept. */
+SCRATCH_HIDDEN bool scratch__os_wipe_on_fork(void *p, size_t size, bool on);
 /* Ask for transparent huge pages on the range, or (on false) for none;
  * best effort. */
 SCRATCH_HIDDEN void scratch__os_hugepage(void *p, size_t size, bool on);

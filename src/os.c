@@ -144,6 +144,15 @@ bool scratch__os_decommit(void *p, size_t size)
 	return ok;
 }
 
+bool scratch__os_wipe_on_fork(void *p, size_t size, bool on)
+{
+	int saved = errno;
+	bool ok = madvise(p, size, on ? MADV_WIPEONFORK : MADV_KEEPONFORK) == 0;
+
+	errno = saved;
+	return ok;
+}
+
 void scratch__os_hugepage(void *p, size_t size, bool on)
 {
 	int saved = errno;

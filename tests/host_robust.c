@@ -905,35 +905,80 @@ static void test_mlockall(void)
 	printf("mlockall: locked\n");
 }
 
-/* A fork costs what it costs without the shim: neither the parent nor the
- * child may fault in the stats segment's thread slots that no thread ever
- * used (shared memory is allocated on a read fault; 1024 slots are about
- * 4.6 MiB, and forking took four times as long). RssShmem counts the
- * segment pages a process touched; the host maps no other shared memory. */
+/* A fork costs what it costs without the shim. Neither side may fault in
+ * the stats segment's thread slots no thread ever used (shared memory is
+ * allocated on a read fault: 1024 slots are about 4.6 MiB, and forking took
+ * four times as long); RssShmem counts the segment pages a process
+ * touched, and the host maps no other shared memory. Nor may the child get
+ * the page tables of a 32 MiB block the parent freed (glibc unmaps it):
+ * the child's RssAnon stays below it. What the parent holds live at a fork,
+ * even in a block that was idle at the fork before, reaches the child
+ * intact, and the child's own 32 MiB calloc reads as zero. */
+static int fork_cheap_child(const unsigned char *keep, const unsigned char *live, uint64_t seed)
+{
+	long shm = status_kib("RssShmem:"), anon = status_kib("RssAnon:");
+	unsigned char *z;
+
+	if (shm < 0 || shm >= 1024 || (live == NULL && (anon < 0 || anon >= 24 * 1024))) {
+		fprintf(stderr, "fork-cheap: child RssShmem %ld KiB, RssAnon %ld KiB\n", shm, anon);
+		return 1;
+	}
+	if (!host_check(keep, 4 * HOST_MIB, 4 * HOST_MIB, 7) ||
+	    (live != NULL && !host_check(live, 32 * HOST_MIB, 32 * HOST_MIB, seed))) {
+		fprintf(stderr, "fork-cheap: the parent's live blocks changed in the child\n");
+		return 1;
+	}
+	z = calloc(1, 32 * HOST_MIB);
+	for (size_t i = 0; z != NULL && i < 32 * HOST_MIB; i += 4096)
+		if (z[i] != 0 || z[i + 4095] != 0) {
+			fprintf(stderr, "fork-cheap: calloc byte %zu is %#x\n", i, z[i]);
+			return 1;
+		}
+	if (z == NULL)
+		return 1;
+	host_fill(z, 32 * HOST_MIB, 11);
+	if (!host_check(z, 32 * HOST_MIB, 32 * HOST_MIB, 11))
+		return 1;
+	free(z);
+	return 0;
+}
+
 static void test_fork_cheap(void)
 {
-	void *keep = malloc(4 * HOST_MIB);
+	unsigned char *keep = malloc(4 * HOST_MIB), *idle = malloc(32 * HOST_MIB);
 
-	EXPECT(keep != NULL && mixed_round(3), "before fork");
-	for (int f = 0; f < 3; f++) {
+	EXPECT(keep != NULL && idle != NULL && mixed_round(3), "before fork");
+	if (keep == NULL || idle == NULL)
+		return;
+	host_fill(keep, 4 * HOST_MIB, 7);
+	host_fill(idle, 32 * HOST_MIB, 8);
+	free(idle);
+	for (int f = 0; f < 4; f++) {
+		/* forks 2 and 3: a live 32 MiB block (from the one idle before) */
+		unsigned char *live = f >= 2 ? malloc(32 * HOST_MIB) : NULL;
+
+		if (f >= 2) {
+			EXPECT(live != NULL, "malloc");
+			if (live == NULL)
+				return;
+			host_fill(live, 32 * HOST_MIB, 20 + (uint64_t)f);
+		}
 		pid_t pid = fork();
 
-		if (pid == 0) {
-			long kib = status_kib("RssShmem:");
-
-			if (kib < 0 || kib >= 1024) {
-				fprintf(stderr, "fork-cheap: child RssShmem %ld KiB\n", kib);
-				_exit(1);
-			}
-			_exit(0);
-		}
+		if (pid == 0)
+			_exit(fork_cheap_child(keep, live, 20 + (uint64_t)f));
 		int status = 0;
 		EXPECT(pid > 0 && waitpid(pid, &status, 0) == pid, "fork/wait");
 		EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d status %#x", f,
 		       status);
+		if (live != NULL)
+			EXPECT(host_check(live, 32 * HOST_MIB, 32 * HOST_MIB, 20 + (uint64_t)f),
+			       "parent's block after fork %d", f);
+		free(live);
 	}
 	long kib = status_kib("RssShmem:");
 	EXPECT(kib >= 0 && kib < 1024, "parent RssShmem %ld KiB", kib);
+	EXPECT(host_check(keep, 4 * HOST_MIB, 4 * HOST_MIB, 7), "parent's 4 MiB block");
 	free(keep);
 }
 
