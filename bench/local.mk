@@ -3,11 +3,13 @@
 #
 # The host programs use plain malloc/free and never link libscratch, so any
 # allocator (or the shim) can be LD_PRELOADed under them unchanged.
-noinst_PROGRAMS += bench/decode bench/small bench/pair bench/churn bench/grow
+noinst_PROGRAMS += bench/decode bench/small bench/pair bench/churn bench/grow bench/spawn
 bench_decode_SOURCES = bench/decode.c
 bench_decode_LDADD = $(PTHREAD_LIBS)
 bench_churn_SOURCES = bench/churn.c
 bench_grow_SOURCES = bench/grow.c
+bench_spawn_SOURCES = bench/spawn.c
+bench_spawn_LDADD = $(PTHREAD_LIBS)
 bench_small_SOURCES = bench/small.c
 bench_small_LDADD = $(PTHREAD_LIBS)
 bench_pair_SOURCES = bench/pair.c
