@@ -719,15 +719,25 @@ report decode vary-main-alloc
 }
 
 # --- 1c. large-block churn ---------------------------------------------------
-bench_churn() {
-r=1
-while [ "$r" -le "$rounds" ]; do
-	progress "large-block churn, round $r of $rounds"
-	for cfg in $(shuffle $((r + 200)) glibc shim-glibc shim-glibc-thp jemalloc shim-jemalloc tcmalloc); do
-		run churn "$cfg" churn --steps "$churn_steps"
+# shuffled_rounds TABLE WHAT SEED "CFGS" PROGRAM ARGS...: $rounds rounds of
+# PROGRAM under each configuration, each round in a new order.
+shuffled_rounds() {
+	table=$1 what=$2 seed=$3 cfgs=$4
+	shift 4
+	r=1
+	while [ "$r" -le "$rounds" ]; do
+		progress "$what, round $r of $rounds"
+		# shellcheck disable=SC2086 # cfgs splits into words on purpose
+		for cfg in $(shuffle $((r + seed)) $cfgs); do
+			run "$table" "$cfg" "$@"
+		done
+		r=$((r + 1))
 	done
-	r=$((r + 1))
-done
+}
+
+bench_churn() {
+shuffled_rounds churn "large-block churn" 200 \
+	"glibc shim-glibc shim-glibc-thp jemalloc shim-jemalloc tcmalloc" churn --steps "$churn_steps"
 cat <<EOF
 
 1c. Large-block churn (issue 12, bench/churn): one thread keeps 32 blocks of random sizes from
@@ -744,14 +754,8 @@ report churn
 
 # --- 1r. a buffer grown by realloc -------------------------------------------
 bench_grow() {
-r=1
-while [ "$r" -le "$rounds" ]; do
-	progress "realloc growth, round $r of $rounds"
-	for cfg in $(shuffle $((r + 300)) glibc shim-glibc jemalloc shim-jemalloc tcmalloc mimalloc); do
-		run grow "$cfg" grow
-	done
-	r=$((r + 1))
-done
+shuffled_rounds grow "realloc growth" 300 \
+	"glibc shim-glibc jemalloc shim-jemalloc tcmalloc mimalloc" grow
 cat <<EOF
 
 1r. A buffer grown by realloc (issue 12, bench/grow): 20 times, one buffer grows from 4 to
@@ -767,14 +771,8 @@ report grow
 
 # --- 1s. fork and exec from a host with big buffers --------------------------
 bench_spawn() {
-r=1
-while [ "$r" -le "$rounds" ]; do
-	progress "fork and exec, round $r of $rounds"
-	for cfg in $(shuffle $((r + 400)) glibc shim-glibc jemalloc shim-jemalloc tcmalloc mimalloc); do
-		run spawn "$cfg" spawn
-	done
-	r=$((r + 1))
-done
+shuffled_rounds spawn "fork and exec" 400 \
+	"glibc shim-glibc jemalloc shim-jemalloc tcmalloc mimalloc" spawn
 cat <<EOF
 
 1s. Fork and exec (bench/spawn): a host holding a written 64 MiB buffer, with a 32 MiB one
