@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -193,9 +194,27 @@ static void late_dtor(void *v)
 
 static void *late_thread(void *arg)
 {
-	(void)arg;
+	*(pid_t *)arg = (pid_t)syscall(SYS_gettid);
 	pthread_setspecific(late_key, (void *)1);
 	return NULL;
+}
+
+/* Run a late thread and wait until the kernel has let go of it. pthread_join
+ * returns once the kernel clears the thread's tid word, which is before the
+ * task is released: for a moment after the join tgkill still finds it, and
+ * the library (rightly) takes a thread it can still signal for alive. */
+static void run_late_thread(void)
+{
+	pid_t tid = 0;
+
+	run_thread(late_thread, &tid);
+	ck_assert_int_gt(tid, 0);
+	for (int i = 0; i < 10000; i++) {
+		if (syscall(SYS_tgkill, getpid(), tid, 0) != 0 && errno == ESRCH)
+			return;
+		usleep(1000);
+	}
+	ck_abort_msg("thread %d still there 10 s after its join", (int)tid);
 }
 
 static void *cached_thread(void *arg)
@@ -219,7 +238,7 @@ START_TEST(test_late_exit_slots)
 	ck_assert_int_eq(scratch_release(scratch_acquire(64 * KIB)), 0);
 	ck_assert_int_eq(pthread_key_create(&late_key, late_dtor), 0);
 	for (int i = 0; i < 8; i++)
-		run_thread(late_thread, NULL);
+		run_late_thread();
 	run_thread(cached_thread, &s);
 	ck_assert_uint_eq(s.threads, 1); /* it got a cache slot */
 	ck_assert_uint_eq(s.allocs, 1);
@@ -240,7 +259,7 @@ START_TEST(test_trim_takes_late_exit_caches)
 	ck_assert_int_eq(scratch_release(scratch_acquire(64 * KIB)), 0);
 	ck_assert_int_eq(pthread_key_create(&late_key, late_dtor), 0);
 	for (int i = 0; i < 4; i++)
-		run_thread(late_thread, NULL);
+		run_late_thread();
 	ck_assert_int_eq(scratch_release(scratch_acquire(64 * KIB)), 0); /* main's own */
 	scratch_trim();
 	s = total_stats();
