@@ -71,6 +71,14 @@ static inline bool host_check(const void *p, size_t n, size_t filled, uint64_t s
 	return w == host_word(seed, n - 8);
 }
 
+/* Writes to p count as seen: a compiler may drop stores to a block that
+ * is only freed afterwards, and a test of what a freed block held needs
+ * them done. */
+static inline void host_written(void *p)
+{
+	__asm__ volatile("" : : "r"(p) : "memory");
+}
+
 /* A small, fast PRNG (xorshift64*), deterministic per seed. */
 static inline uint64_t host_rand(uint64_t *state)
 {
