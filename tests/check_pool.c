@@ -2319,6 +2319,76 @@ START_TEST(test_decay_inline)
 }
 END_TEST
 
+static bool all_bytes(const unsigned char *p, size_t n, unsigned char v)
+{
+	for (size_t i = 0; i < n; i += 512)
+		if (p[i] != v || p[i + 511] != v)
+			return false;
+	return true;
+}
+
+/* What a fork child of a host with idle blocks finds. The forking thread's
+ * idle 4 MiB block and the depot's 8 MiB one are not copied: the child
+ * gets them zero-filled (MADV_WIPEONFORK), takes them for fresh, and the
+ * exact equations hold there. The parent keeps what they held, and the
+ * mark is gone after the fork: a block leased at the next fork reaches
+ * that child intact. */
+static int wiped_child(void *mine, void *depot)
+{
+	unsigned char *a = scratch_acquire_zeroed(4 * MIB), *b = scratch_acquire(8 * MIB);
+	struct scratch_stats t = total_stats();
+
+	if (a != mine || b != depot || !all_bytes(a, 4 * MIB, 0) || !all_bytes(b, 8 * MIB, 0))
+		return 1;
+	if (t.leased != scratch_usable_size(a) + scratch_usable_size(b) || t.retained < t.leased)
+		return 2;
+	memset(a, 5, 4 * MIB);
+	scratch_release(a);
+	scratch_release(b);
+	t = total_stats();
+	return t.leased == 0 && t.frees == t.allocs ? 0 : 3;
+}
+
+static int child_status(pid_t pid)
+{
+	int status = -1;
+
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+START_TEST(test_fork_wipes_idle_blocks)
+{
+	size_t size = 8 * MIB;
+	unsigned char *a = scratch_acquire(4 * MIB), *b;
+	void *depot;
+	pid_t pid;
+
+	conf_add("decay_ms:0");
+	ck_assert_ptr_nonnull(a);
+	memset(a, 0x11, 4 * MIB);
+	ck_assert_int_eq(scratch_release(a), 0);
+	depot = run_thread(leave_in_depot, &size);
+	memset(depot, 0x22, size); /* idle in the depot: no lease writes it, this test may */
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(wiped_child(a, depot));
+	ck_assert_int_eq(child_status(pid), 0);
+	b = scratch_acquire(4 * MIB);
+	ck_assert_ptr_eq(b, a);
+	ck_assert(all_bytes(b, 4 * MIB, 0x11)); /* the parent's stay as they were */
+	ck_assert(all_bytes(depot, size, 0x22));
+	pid = fork(); /* b is leased now: no longer marked */
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(all_bytes(b, 4 * MIB, 0x11) ? 0 : 1);
+	ck_assert_int_eq(child_status(pid), 0);
+	ck_assert_int_eq(scratch_release(b), 0);
+}
+END_TEST
+
 /* Depot blocks decay too, and a fork's child decays its own. */
 START_TEST(test_decay_depot_and_fork)
 {
@@ -2398,6 +2468,7 @@ Suite *pool_suite(void)
 	tcase_add_test(tc, test_fork_child_uses_pool);
 	tcase_add_test(tc, test_fork_counters_are_fork_time);
 	tcase_add_test(tc, test_fork_during_stack_walks);
+	tcase_add_test(tc, test_fork_wipes_idle_blocks);
 	tcase_add_test(tc, test_trace_walk_uses_no_descriptors);
 #if !defined(__SANITIZE_ADDRESS__) && !defined(UNDER_TSAN)
 	tcase_add_test(tc, test_fork_without_fds_leaves_parent_alone);
