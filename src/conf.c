@@ -46,6 +46,7 @@ static const struct conf_key keys[] = {
         KEY(max_fit, CONF_COUNT, 1, 4096, false),
         KEY(decay_ms, CONF_COUNT, 0, UINT64_C(1) << 31, false),
         KEY(decay_thread, CONF_BOOL, 0, 1, false),
+        KEY(lend, CONF_BOOL, 0, 1, false),
         KEY(reserve, CONF_SIZE, 1 * GIB, 16 * TIB, false),
         KEY(thp, CONF_BOOL, 0, 1, false),
         KEY(stats, CONF_BOOL, 0, 1, false),
@@ -83,6 +84,7 @@ void scratch__conf_defaults(struct scratch__conf *conf)
 	        /* jemalloc's dirty_decay_ms default */
 	        .decay_ms = 10000,
 	        .decay_thread = true,
+	        .lend = true,
 	        .reserve = 64 * GIB,
 	        /* as the system has it (THP in madvise mode: small pages), as
 	         * jemalloc's thp:default, tcmalloc and mimalloc do */

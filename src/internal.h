@@ -38,6 +38,7 @@ struct scratch__conf {
 	uint64_t max_fit;      /* an idle block serves requests down to 1/max_fit of its size */
 	uint64_t decay_ms;     /* idle pages go back to the OS after this long; 0: never */
 	bool decay_thread;     /* a helper thread decays while the host makes no calls */
+	bool lend;             /* a miss may take another thread's idle block (same node) */
 	uint64_t reserve;      /* address space reserved for pool blocks */
 	bool thp;              /* madvise(MADV_HUGEPAGE) on blocks >= 2 MiB */
 	bool stats;            /* publish counters in the stats segment */

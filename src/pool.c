@@ -2251,6 +2251,75 @@ static uint32_t count_cache_hit(struct tcache *tc, uint32_t id, unsigned got, un
 	return id;
 }
 
+/*
+ * Lending (lend): a request of 2 MiB or more that neither its thread's
+ * cache nor the depot can serve would carve a block and fault its pages
+ * in. An idle block at the head of a bin of another live thread's cache on
+ * the same node, within the fit bound, whose resident pages cover at least
+ * half the request, serves it instead: two workers whose sizes vary trade
+ * blocks when one draws a size only the other holds, rather than each
+ * faulting a block of every size in. The block goes through the depot,
+ * where the caller takes it (a depot hit); its owner's retained drops as
+ * for a decay pass (decayed_bytes). The other cache is entered as a pass
+ * enters it (gate_raise, membarrier, and only while its thread is outside
+ * its bins), so the fast paths pay nothing; a miss that finds a candidate
+ * pays one membarrier, far less than faulting the pages (below 2 MiB,
+ * about the same). Without membarrier (an old kernel, a seccomp filter, a
+ * ThreadSanitizer build) nothing is lent. Returns whether a block went to
+ * the depot. Under g.lock; self is busy.
+ */
+#define LEND_MIN HUGE_SIZE /* below, faulting costs about what the gate does */
+
+static bool lend_to_depot(struct tcache *self, uint64_t size, unsigned bin)
+{
+	const unsigned top = fit_top(size);
+	const uint32_t node1 = here_node() + 1;
+	struct tcache *from = NULL;
+	unsigned from_bin = 0;
+	uint32_t best = 0, id;
+	bool ok;
+
+	if (!g.conf.lend || size < LEND_MIN || !decay_may_enter())
+		return false;
+	/* a racy look, only to choose: the choice is checked behind the gate */
+	for (uint32_t i = 0; i < g.tcs_used; i++) {
+		struct tcache *tc = &g.tcs[i];
+
+		if (tc == self || tc->state != TC_LIVE || tc->reclaiming ||
+		    (g.nodes > 1 && __atomic_load_n(&tc->node1, __ATOMIC_RELAXED) != node1) ||
+		    __atomic_load_n(&tc->cached_bytes, __ATOMIC_RELAXED) == 0)
+			continue;
+		for (unsigned b = bin; b <= top; b++) {
+			id = __atomic_load_n(&tc->bins[b].head, __ATOMIC_RELAXED);
+			if (id == 0 || id >= g.nblk)
+				continue;
+			if (__atomic_load_n(&g.blk[id].ext, __ATOMIC_RELAXED) * 2 < size)
+				continue;
+			if (best == 0 || fits_better(&g.blk[id], &g.blk[best], size)) {
+				best = id;
+				from = tc;
+				from_bin = b;
+			}
+		}
+	}
+	if (from == NULL)
+		return false;
+	gate_raise();
+	ok = scratch__os_membarrier() && tc_outside(from);
+	if (ok) {
+		id = from->bins[from_bin].head;
+		ok = id != 0 && g.blk[id].ext * 2 >= size &&
+		     g.proc->depot_bytes + g.cls_size[from_bin] <= g.conf.depot_bytes;
+	}
+	if (ok) {
+		(void)bin_pop(from, from_bin);
+		__atomic_fetch_add(&from->c->decayed_bytes, g.cls_size[from_bin], __ATOMIC_RELEASE);
+		depot_put(id); /* room: no madvise, g.lock kept */
+	}
+	gate_lower();
+	return ok;
+}
+
 /* The depot or a new block for tc's request of size (class bin): its
  * counters, the growth rule and the trace. Takes g.lock. */
 static uint32_t depot_or_carve(struct tcache *tc, uint64_t size, unsigned bin, bool *ret_fresh)
@@ -2263,6 +2332,8 @@ static uint32_t depot_or_carve(struct tcache *tc, uint64_t size, unsigned bin, b
 	if (__atomic_load_n(&g.zombie_dirty, __ATOMIC_RELAXED))
 		reap_zombies();
 	id = depot_take_fit(size, bin, here_node(), &got);
+	if (id == 0 && lend_to_depot(tc, size, bin))
+		id = depot_take_fit(size, bin, here_node(), &got);
 	if (id != 0) {
 		pthread_mutex_unlock(&g.lock);
 		count_retained(tc->c, (int64_t)g.cls_size[got]);

@@ -46,6 +46,7 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c.max_fit, 64);
 	ck_assert_uint_eq(c.decay_ms, 10000);
 	ck_assert(c.decay_thread);
+	ck_assert(c.lend);
 	ck_assert_int_eq(w.n, 0);
 }
 END_TEST
@@ -58,7 +59,7 @@ START_TEST(test_good_values)
 	ck_assert_int_eq(parse("min_size:128K,max_size:2G,cache_count:3,cache_bytes:1MiB,"
 	                       "enabled:false,stats:off,trace:no,trace_frames:4,keep_segment:yes,"
 	                       "depot_bytes:0,reserve:1T,trace_ring:1024,max_threads:7,inherit:0,"
-	                       "verbose:on,max_fit:1,decay_ms:0,decay_thread:off",
+	                       "verbose:on,max_fit:1,decay_ms:0,decay_thread:off,lend:no",
 	                       &c, &w),
 	                 0);
 	ck_assert_uint_eq(c.min_size, 128 << 10);
@@ -75,6 +76,7 @@ START_TEST(test_good_values)
 	ck_assert_uint_eq(c.max_fit, 1);
 	ck_assert_uint_eq(c.decay_ms, 0);
 	ck_assert(!c.decay_thread);
+	ck_assert(!c.lend);
 	ck_assert_int_eq(w.n, 0);
 	ck_assert_int_eq(parse("max_fit:4096,decay_ms:2147483648", &c, &w), 0);
 	ck_assert_uint_eq(c.max_fit, 4096);

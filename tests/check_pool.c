@@ -2361,11 +2361,12 @@ static int child_status(pid_t pid)
 START_TEST(test_fork_wipes_idle_blocks)
 {
 	size_t size = 8 * MIB;
-	unsigned char *a = scratch_acquire(4 * MIB), *b;
+	unsigned char *a, *b;
 	void *depot;
 	pid_t pid;
 
-	conf_add("decay_ms:0");
+	conf_add("decay_ms:0,lend:false"); /* the thread would take a's pages */
+	a = scratch_acquire(4 * MIB);
 	ck_assert_ptr_nonnull(a);
 	memset(a, 0x11, 4 * MIB);
 	ck_assert_int_eq(scratch_release(a), 0);
@@ -2386,6 +2387,82 @@ START_TEST(test_fork_wipes_idle_blocks)
 		_exit(all_bytes(b, 4 * MIB, 0x11) ? 0 : 1);
 	ck_assert_int_eq(child_status(pid), 0);
 	ck_assert_int_eq(scratch_release(b), 0);
+}
+END_TEST
+
+/* Lending: a thread that keeps an idle 8 MiB block and waits, and another
+ * thread's 6 MiB request that its own cache and the depot cannot serve. */
+struct lend_run {
+	pthread_barrier_t idle, done;
+	void *block;
+	struct scratch_stats after;
+};
+
+static void *lend_owner(void *arg)
+{
+	struct lend_run *r = arg;
+	char *p = scratch_acquire(8 * MIB);
+
+	ck_assert_ptr_nonnull(p);
+	memset(p, 1, 8 * MIB);
+	r->block = p;
+	ck_assert_int_eq(scratch_release(p), 0);
+	pthread_barrier_wait(&r->idle); /* outside its bins while the other asks */
+	pthread_barrier_wait(&r->done);
+	r->after = thread_stats();
+	return NULL;
+}
+
+static void lend_check(bool lend)
+{
+	struct lend_run r;
+	struct scratch_stats me, t;
+	pthread_t th;
+	void *p;
+
+	conf_add(lend ? "decay_ms:0" : "decay_ms:0,lend:false");
+	pthread_barrier_init(&r.idle, NULL, 2);
+	pthread_barrier_init(&r.done, NULL, 2);
+	ck_assert_int_eq(pthread_create(&th, NULL, lend_owner, &r), 0);
+	pthread_barrier_wait(&r.idle);
+	p = scratch_acquire(6 * MIB);
+	ck_assert_ptr_nonnull(p);
+	me = thread_stats();
+	t = total_stats();
+	pthread_barrier_wait(&r.done);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	if (lend) {
+		/* the owner's block, through the depot; the owner keeps nothing */
+		ck_assert_ptr_eq(p, r.block);
+		ck_assert_uint_eq(scratch_usable_size(p), 8 * MIB);
+		ck_assert_uint_eq(me.depot_hits, 1);
+		ck_assert_uint_eq(me.misses, 0);
+		ck_assert_uint_eq(me.retained, 8 * MIB);
+		ck_assert_uint_eq(r.after.retained, 0);
+		ck_assert_uint_eq(t.retained, 8 * MIB);
+	} else {
+		ck_assert_ptr_ne(p, r.block);
+		ck_assert_uint_eq(me.misses, 1);
+		ck_assert_uint_eq(r.after.retained, 8 * MIB);
+		ck_assert_uint_eq(t.retained, 8 * MIB + scratch_usable_size(p));
+	}
+	ck_assert_uint_eq(me.leased, scratch_usable_size(p));
+	ck_assert_uint_eq(t.leased, scratch_usable_size(p));
+	ck_assert_int_eq(scratch_release(p), 0);
+	t = total_stats();
+	ck_assert_uint_eq(t.leased, 0);
+	ck_assert_uint_eq(t.allocs, t.frees);
+}
+
+START_TEST(test_lend_idle_block)
+{
+	lend_check(true);
+}
+END_TEST
+
+START_TEST(test_lend_off)
+{
+	lend_check(false);
 }
 END_TEST
 
@@ -2469,6 +2546,11 @@ Suite *pool_suite(void)
 	tcase_add_test(tc, test_fork_counters_are_fork_time);
 	tcase_add_test(tc, test_fork_during_stack_walks);
 	tcase_add_test(tc, test_fork_wipes_idle_blocks);
+#ifndef UNDER_TSAN
+	/* lending enters another cache as a decay pass does: not under TSan */
+	tcase_add_test(tc, test_lend_idle_block);
+#endif
+	tcase_add_test(tc, test_lend_off);
 	tcase_add_test(tc, test_trace_walk_uses_no_descriptors);
 #if !defined(__SANITIZE_ADDRESS__) && !defined(UNDER_TSAN)
 	tcase_add_test(tc, test_fork_without_fds_leaves_parent_alone);
