@@ -780,13 +780,15 @@ shuffled_rounds spawn "fork and exec" 400 \
 cat <<EOF
 
 1s. Fork and exec (bench/spawn): a host holding a written 64 MiB buffer, with a 32 MiB one
-   freed and a second thread gone, forks 200 children that exit at once, then 200 that exec
+   freed, a second thread gone and a worker thread parked with its 32 MiB temporary freed,
+   forks 200 children that exit at once, then 200 that exec
    /bin/true (which loads the preloaded allocator too). Microseconds per child, fork to reaping;
    a shim's ratio to its backend alone as a median of per-round ratios over $rounds interleaved
    rounds. No target in DESIGN.md (the host should not notice the shim). fork copies the page
    tables of every resident page, so an allocator that keeps freed memory for reuse pays for it
-   here: glibc unmaps the 32 MiB at free, the pools keep it (and the thread's 4 MiB) until the
-   decay, as jemalloc and tcmalloc keep theirs. The exec child also starts the shim.
+   here: glibc unmaps the 32 MiB blocks at free, the pools keep them (and the thread's 4 MiB)
+   until the decay, as jemalloc and tcmalloc keep theirs; the pools mark their idle blocks
+   MADV_WIPEONFORK for the fork. The exec child also starts the shim.
 EOF
 report spawn
 }

@@ -5,8 +5,9 @@
  * subprocess).
  *
  * The host keeps a 64 MiB buffer written, has freed a 32 MiB one (idle in a
- * cache that keeps it) and has run a second thread that allocated and
- * exited. Then, --count times each, it forks a child that exits at once
+ * cache that keeps it), has run a second thread that allocated and exited,
+ * and keeps a worker thread parked between requests, which has written and
+ * freed a 32 MiB temporary. Then, --count times each, it forks a child that exits at once
  * (fork + _exit + waitpid), and forks a child that execs --exec (by default
  * /bin/true: under an LD_PRELOADed allocator the new program loads it too, so
  * its start-up is in the figure).
@@ -53,6 +54,23 @@ static void *other_thread(void *arg)
 	return NULL;
 }
 
+static pthread_barrier_t parked, done;
+
+/* A worker between requests: its last temporary freed, waiting for work. */
+static void *worker_thread(void *arg)
+{
+	char *p = malloc(32 * MIB);
+
+	(void)arg;
+	if (p != NULL)
+		memset(p, 4, 32 * MIB);
+	keep(p);
+	free(p);
+	pthread_barrier_wait(&parked);
+	pthread_barrier_wait(&done);
+	return NULL;
+}
+
 /* One child per call, reaped; exec_path NULL: the child exits at once.
  * Returns 0, or -1 with a message printed. */
 static int one_child(const char *exec_path)
@@ -96,7 +114,7 @@ int main(int argc, char **argv)
 {
 	unsigned long count = 200;
 	const char *exec_path = "/bin/true";
-	pthread_t th;
+	pthread_t th, worker;
 	double t0, fork_s, exec_s;
 
 	for (int i = 1; i < argc; i++) {
@@ -141,6 +159,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "spawn: pthread_create failed\n");
 		return 1;
 	}
+	pthread_barrier_init(&parked, NULL, 2);
+	pthread_barrier_init(&done, NULL, 2);
+	if (pthread_create(&worker, NULL, worker_thread, NULL) != 0) {
+		fprintf(stderr, "spawn: pthread_create failed\n");
+		return 1;
+	}
+	pthread_barrier_wait(&parked);
 
 	t0 = now_s();
 	for (unsigned long i = 0; i < count; i++)
@@ -154,6 +179,8 @@ int main(int argc, char **argv)
 	exec_s = now_s() - t0;
 	keep(live);
 	free(live);
+	pthread_barrier_wait(&done);
+	pthread_join(worker, NULL);
 
 	printf("%lu forks: %.1f us each; %lu fork+exec of %s: %.1f us each\n", count,
 	       fork_s / (double)count * 1e6, count, exec_path, exec_s / (double)count * 1e6);

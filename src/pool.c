@@ -3232,10 +3232,56 @@ static void wipe_mark(uint32_t id)
 		wiped[nwiped++] = id;
 }
 
+static bool wipe_gated; /* the gate is up for the fork (wipe_others) */
+
+/* Does another live cache than self hold idle bytes? A racy look, only to
+ * spare a fork the barrier. Under g.lock. */
+static bool others_idle(const struct tcache *self)
+{
+	for (uint32_t i = 0; i < g.tcs_used; i++) {
+		const struct tcache *tc = &g.tcs[i];
+
+		if (tc != self && tc->state == TC_LIVE && !tc->reclaiming &&
+		    __atomic_load_n(&tc->cached_bytes, __ATOMIC_RELAXED) != 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The other threads' idle blocks, for the fork: their caches are entered as
+ * a decay pass enters them (gate_raise, membarrier, only those whose thread
+ * is outside its bins), and the gate stays up until the fork is done
+ * (wipe_done's callers lower it), so that no thread takes a marked block
+ * and writes it while the fork copies: a thread that tries waits on
+ * g.lock, which prefork holds. In the child those caches are never
+ * touched again (TC_FORKED); their blocks come zero-filled instead of with
+ * copied page tables. Under g.lock.
+ */
+static void wipe_others(struct tcache *self)
+{
+	if (nwiped == WIPE_MAX || !others_idle(self) || !decay_may_enter())
+		return;
+	gate_raise();
+	wipe_gated = true;
+	if (!scratch__os_membarrier())
+		return;
+	for (uint32_t i = 0; i < g.tcs_used; i++) {
+		struct tcache *tc = &g.tcs[i];
+
+		if (tc == self || tc->state != TC_LIVE || tc->reclaiming || !tc_outside(tc))
+			continue;
+		for (unsigned bin = g.cls_base; bin < g.cls_base + g.nbins; bin++)
+			for (uint32_t id = tc->bins[bin].head; id != 0; id = g.blk[id].next)
+				wipe_mark(id);
+	}
+}
+
 /* Before fork, under g.lock. */
 static void wipe_idle(struct tcache *self)
 {
 	nwiped = 0;
+	wipe_gated = false;
 	if (__atomic_load_n(&g.state, __ATOMIC_ACQUIRE) != ST_READY || g.locked)
 		return;
 	for (unsigned bin = g.cls_base; bin < g.cls_base + g.nbins; bin++) {
@@ -3246,6 +3292,7 @@ static void wipe_idle(struct tcache *self)
 			for (uint32_t id = g.depot_head[n][bin]; id != 0; id = g.blk[id].next)
 				wipe_mark(id);
 	}
+	wipe_others(self);
 }
 
 /* After fork, on both sides: the marks come off; in the child (child)
@@ -3260,6 +3307,9 @@ static void wipe_done(bool child)
 			block_emptied(d, false);
 	}
 	nwiped = 0;
+	if (wipe_gated)
+		gate_lower();
+	wipe_gated = false;
 }
 
 /* Lock order: init_lock, dk.lock, then g.lock. Fast paths take neither. Then the

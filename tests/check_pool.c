@@ -2390,6 +2390,56 @@ START_TEST(test_fork_wipes_idle_blocks)
 }
 END_TEST
 
+/* Another thread's idle block at a fork: it keeps its 8 MiB block idle in
+ * its cache and waits (outside its bins) while the main thread forks. The
+ * child finds the block zero-filled (not copied), the parent's stays, and
+ * the owner gets it back intact after the fork. */
+struct idle_owner {
+	pthread_barrier_t idle, done;
+	unsigned char *block;
+	bool intact;
+};
+
+static void *idle_owner(void *arg)
+{
+	struct idle_owner *r = arg;
+	unsigned char *p = scratch_acquire(8 * MIB);
+
+	ck_assert_ptr_nonnull(p);
+	memset(p, 0x33, 8 * MIB);
+	r->block = p;
+	ck_assert_int_eq(scratch_release(p), 0);
+	pthread_barrier_wait(&r->idle);
+	pthread_barrier_wait(&r->done);
+	p = scratch_acquire(8 * MIB);
+	r->intact = p == r->block && all_bytes(p, 8 * MIB, 0x33);
+	ck_assert_int_eq(scratch_release(p), 0);
+	return NULL;
+}
+
+START_TEST(test_fork_wipes_other_threads_idle)
+{
+	struct idle_owner r = {.intact = false};
+	pthread_t th;
+	pid_t pid;
+
+	conf_add("decay_ms:0,lend:false");
+	pthread_barrier_init(&r.idle, NULL, 2);
+	pthread_barrier_init(&r.done, NULL, 2);
+	ck_assert_int_eq(pthread_create(&th, NULL, idle_owner, &r), 0);
+	pthread_barrier_wait(&r.idle);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) /* the block is idle in a cache no thread of ours owns */
+		_exit(all_bytes(r.block, 8 * MIB, 0) ? 0 : 1);
+	ck_assert_int_eq(child_status(pid), 0);
+	ck_assert(all_bytes(r.block, 8 * MIB, 0x33)); /* idle in the parent: as it was */
+	pthread_barrier_wait(&r.done);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert(r.intact);
+}
+END_TEST
+
 /* Lending: a thread that keeps an idle 8 MiB block and waits, and another
  * thread's 6 MiB request that its own cache and the depot cannot serve. */
 struct lend_run {
@@ -2547,8 +2597,10 @@ Suite *pool_suite(void)
 	tcase_add_test(tc, test_fork_during_stack_walks);
 	tcase_add_test(tc, test_fork_wipes_idle_blocks);
 #ifndef UNDER_TSAN
-	/* lending enters another cache as a decay pass does: not under TSan */
+	/* lending and the fork enter another cache as a decay pass does: not
+	 * under TSan */
 	tcase_add_test(tc, test_lend_idle_block);
+	tcase_add_test(tc, test_fork_wipes_other_threads_idle);
 #endif
 	tcase_add_test(tc, test_lend_off);
 	tcase_add_test(tc, test_trace_walk_uses_no_descriptors);
