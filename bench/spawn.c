@@ -42,15 +42,21 @@ static void keep(void *p)
 	__asm__ volatile("" : : "r"(p) : "memory");
 }
 
-static void *other_thread(void *arg)
+/* A temporary of n bytes, written and freed. */
+static void temporary(size_t n)
 {
-	char *p = malloc(4 * MIB);
+	char *p = malloc(n);
 
-	(void)arg;
 	if (p != NULL)
-		memset(p, 3, 4 * MIB);
+		memset(p, 3, n);
 	keep(p);
 	free(p);
+}
+
+static void *other_thread(void *arg)
+{
+	(void)arg;
+	temporary(4 * MIB);
 	return NULL;
 }
 
@@ -59,13 +65,8 @@ static pthread_barrier_t parked, done;
 /* A worker between requests: its last temporary freed, waiting for work. */
 static void *worker_thread(void *arg)
 {
-	char *p = malloc(32 * MIB);
-
 	(void)arg;
-	if (p != NULL)
-		memset(p, 4, 32 * MIB);
-	keep(p);
-	free(p);
+	temporary(32 * MIB);
 	pthread_barrier_wait(&parked);
 	pthread_barrier_wait(&done);
 	return NULL;

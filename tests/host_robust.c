@@ -920,19 +920,27 @@ static void test_mlockall(void)
  * the child's RssAnon stays below it. What the parent holds live at a fork,
  * even in a block that was idle at the fork before, reaches the child
  * intact, and the child's own 32 MiB calloc reads as zero. */
+/* Does p[0, n) read as zero? One look at each page's first and last byte
+ * (a recycled page shows at both); what is there, not what calloc
+ * promises (host_written). Says where not on stderr. */
+static bool pages_zero(unsigned char *p, size_t n, const char *what)
+{
+	host_written(p);
+	for (size_t i = 0; i < n; i += 4096)
+		if (p[i] != 0 || p[i + 4095] != 0) {
+			fprintf(stderr, "%s: byte %zu is %#x\n", what, i,
+			        p[i] ? p[i] : p[i + 4095]);
+			return false;
+		}
+	return true;
+}
+
 /* In a forked child: a 32 MiB calloc reads as zero and can be written. */
 static int fork_cheap_child_calloc(void)
 {
 	unsigned char *z = calloc(1, 32 * HOST_MIB);
 
-	host_written(z); /* read what is there, not what calloc promises */
-
-	for (size_t i = 0; z != NULL && i < 32 * HOST_MIB; i += 4096)
-		if (z[i] != 0 || z[i + 4095] != 0) {
-			fprintf(stderr, "fork child: calloc byte %zu is %#x\n", i, z[i]);
-			return 1;
-		}
-	if (z == NULL)
+	if (z == NULL || !pages_zero(z, 32 * HOST_MIB, "fork child: calloc"))
 		return 1;
 	host_fill(z, 32 * HOST_MIB, 11);
 	if (!host_check(z, 32 * HOST_MIB, 32 * HOST_MIB, 11))
@@ -1008,39 +1016,40 @@ static void test_fork_cheap(void)
  * must be as without the filter: contents kept across reuse, realloc and
  * fork, calloc zeroed after a dirty free, cross-thread frees.
  */
-#define SECCOMP_DENY(nr, err)                                                                      \
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1),                                           \
-	        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ((err)&SECCOMP_RET_DATA))
-
 static bool seccomp_install(bool strict)
 {
-	struct sock_filter docker[] = {
+	static const struct {
+		int nr, err;
+		bool strict; /* only in the strict profile */
+	} denied[] = {
+	        {SYS_get_mempolicy, EPERM, false}, {SYS_set_mempolicy, EPERM, false},
+	        {SYS_mbind, EPERM, false},         {SYS_move_pages, EPERM, false},
+	        {SYS_migrate_pages, EPERM, false}, {SYS_mremap, ENOSYS, true},
+	        {SYS_madvise, ENOSYS, true},
+	};
+	struct sock_filter f[4 + 2 * sizeof(denied) / sizeof(denied[0]) + 1] = {
 	        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
 	        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
 	        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-	        SECCOMP_DENY(SYS_get_mempolicy, EPERM),
-	        SECCOMP_DENY(SYS_set_mempolicy, EPERM),
-	        SECCOMP_DENY(SYS_mbind, EPERM),
-	        SECCOMP_DENY(SYS_move_pages, EPERM),
-	        SECCOMP_DENY(SYS_migrate_pages, EPERM),
-	        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
-	struct sock_filter more[] = {
-	        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-	        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-	        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-	        SECCOMP_DENY(SYS_mremap, ENOSYS),
-	        SECCOMP_DENY(SYS_madvise, ENOSYS),
-	        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog a = {.len = sizeof(docker) / sizeof(docker[0]), .filter = docker};
-	struct sock_fprog b = {.len = sizeof(more) / sizeof(more[0]), .filter = more};
+	unsigned short n = 4;
+
+	for (size_t i = 0; i < sizeof(denied) / sizeof(denied[0]); i++) {
+		if (denied[i].strict && !strict)
+			continue;
+		f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+		                                      (unsigned)denied[i].nr, 0, 1);
+		f[n++] = (struct sock_filter)BPF_STMT(
+		        BPF_RET | BPF_K,
+		        SECCOMP_RET_ERRNO | ((unsigned)denied[i].err & SECCOMP_RET_DATA));
+	}
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+
+	struct sock_fprog prog = {.len = n, .filter = f};
 
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &a) != 0 ||
-	    (strict && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &b) != 0)) {
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
 		perror("host_robust: seccomp");
 		return false;
 	}
@@ -1064,6 +1073,18 @@ static void test_seccomp(char *self, const char *profile)
 	execl(self, self, "seccomp-run", profile, (char *)NULL);
 	perror("host_robust: exec");
 	failures++;
+}
+
+/* A block of n bytes written all over, then freed. */
+static void dirty_free(size_t n)
+{
+	unsigned char *p = malloc(n);
+
+	EXPECT(p != NULL, "malloc");
+	if (p != NULL)
+		memset(p, 0xa5, n);
+	host_written(p);
+	free(p);
 }
 
 static void *seccomp_thread(void *arg)
@@ -1093,21 +1114,10 @@ static void test_seccomp_run(const char *profile)
 	}
 	/* first, while this is the only block: written, freed and trimmed, it
 	 * comes back to calloc, which may skip zeroing only what did go back */
-	p = malloc(40 * HOST_MIB);
-	EXPECT(p != NULL, "malloc");
-	if (p != NULL)
-		memset(p, 0xa5, 40 * HOST_MIB);
-	host_written(p);
-	free(p);
+	dirty_free(40 * HOST_MIB);
 	malloc_trim(0);
 	q = calloc(1, 40 * HOST_MIB);
-	EXPECT(q != NULL, "calloc");
-	host_written(q); /* read what is there, not what calloc promises */
-	for (size_t j = 0; q != NULL && j < 40 * HOST_MIB; j += 4096)
-		if (q[j] != 0 || q[j + 4095] != 0) {
-			EXPECT(false, "calloc after trim: byte %zu is %#x", j, q[j]);
-			break;
-		}
+	EXPECT(q != NULL && pages_zero(q, 40 * HOST_MIB, "calloc after trim"), "calloc after trim");
 	free(q);
 	EXPECT(mixed_round(41), "mixed sizes");
 	/* sizes that vary, as a decode loop's temporaries: reuse across classes */
@@ -1117,23 +1127,12 @@ static void test_seccomp_run(const char *profile)
 		EXPECT(round_trip(n, (uint64_t)i), "round trip of %zu bytes", n);
 	}
 	/* a dirty block freed, then calloc'd: zero although decommit may fail */
-	p = malloc(40 * HOST_MIB);
-	EXPECT(p != NULL, "malloc");
-	if (p != NULL)
-		memset(p, 0xa5, 40 * HOST_MIB);
-	host_written(p);
-	free(p);
+	dirty_free(40 * HOST_MIB);
 	for (int i = 0; i < 3; i++) {
 		size_t n = (20 + 10 * (size_t)i) * HOST_MIB;
 
 		q = calloc(1, n);
-		EXPECT(q != NULL, "calloc");
-		host_written(q);
-		for (size_t j = 0; q != NULL && j < n; j += 4096)
-			if (q[j] != 0 || q[j + 4095] != 0) {
-				EXPECT(false, "calloc(%zu) byte %zu is %#x", n, j, q[j]);
-				break;
-			}
+		EXPECT(q != NULL && pages_zero(q, n, "calloc"), "calloc(%zu)", n);
 		if (q != NULL)
 			memset(q, 0x5a, n);
 		host_written(q);
