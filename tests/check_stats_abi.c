@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "scratch.h"
 #include "suites.h"
@@ -161,10 +162,22 @@ END_TEST
 
 START_TEST(test_workers_stats_prefix)
 {
-	struct scratch_workers_opts opts = {.threads = 2};
+	/* No spin: the worker sleeps at its start, and its parks count, which
+	 * check_abi() reads twice, moves no more once it has (a worker still
+	 * spinning parks between the two reads on a loaded machine). */
+	struct scratch_workers_opts opts = {.threads = 2, .spin = 0};
 	scratch_workers_t *w = scratch_workers_new(&opts);
+	struct scratch_workers_stats st = {.size = sizeof(st)};
+	const struct timespec tick = {0, 1000000};
 
 	ck_assert_ptr_nonnull(w);
+	for (int i = 0; i < 10000; i++) {
+		ck_assert_int_eq(scratch_workers_stats(w, &st), 0);
+		if (st.parks != 0)
+			break;
+		nanosleep(&tick, NULL);
+	}
+	ck_assert_uint_eq(st.parks, 1);
 	check_abi(fill_workers, w, sizeof(struct scratch_workers_stats),
 	          SCRATCH_WORKERS_STATS_VERSION);
 	ck_assert_uint_eq(filled(fill_workers, w, 24).s.v[0], 1); /* workers */
