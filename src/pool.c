@@ -213,6 +213,14 @@ static struct tcache tc_dead = {.tag = UINT32_MAX, .c = &sentinel_counters.c};
 #define TC_DEAD   (&tc_dead)
 #define is_tc(tc) ((tc) != TC_NONE && (tc) != TC_DEAD)
 
+/* Is this slot a live thread's cache that no reclaim is flushing: one whose
+ * blocks another thread's scan may look at (decay passes, lending, fork)?
+ * A racy read outside g.lock, only good for choosing. */
+static inline bool tc_in_use(const struct tcache *tc)
+{
+	return tc->state == TC_LIVE && !tc->reclaiming;
+}
+
 static struct {
 	int state;
 	struct scratch__conf conf;
@@ -1299,7 +1307,7 @@ static bool reclaim_ended_locked(bool now)
 	for (uint32_t i = 0; i < g.tcs_used; i++) {
 		struct tcache *tc = &g.tcs[i];
 
-		if (tc->state != TC_LIVE || tc->reclaiming || !scratch__os_thread_gone(tc->tid))
+		if (!tc_in_use(tc) || !scratch__os_thread_gone(tc->tid))
 			continue;
 		/* the flush may drop g.lock: keep a second scan off this slot */
 		tc->reclaiming = true;
@@ -1713,7 +1721,7 @@ static bool caches_worth_a_pass(uint64_t now)
 		struct tcache *tc = &g.tcs[i];
 		uint64_t frees = 0;
 
-		if (tc->state != TC_LIVE || tc->reclaiming)
+		if (!tc_in_use(tc))
 			continue;
 		if (__atomic_load_n(&tc->remote_head, __ATOMIC_RELAXED) != 0)
 			return true;
@@ -1760,7 +1768,7 @@ static bool tc_moved(struct tcache *tc)
 static bool caches_moved(void)
 {
 	for (uint32_t i = 0; i < g.tcs_used && dk.cpus_known; i++)
-		if (g.tcs[i].state == TC_LIVE && !g.tcs[i].reclaiming && tc_moved(&g.tcs[i]))
+		if (tc_in_use(&g.tcs[i]) && tc_moved(&g.tcs[i]))
 			return true;
 	return false;
 }
@@ -1816,7 +1824,7 @@ static void decay_caches(uint64_t now, struct tcache *self, uint32_t *list)
 	for (uint32_t i = 0; i < g.tcs_used; i++) {
 		struct tcache *tc = &g.tcs[i];
 
-		if (tc->state != TC_LIVE || tc->reclaiming)
+		if (!tc_in_use(tc))
 			continue;
 		if (tc == self || (enter && tc_outside(tc))) {
 			tc_decay(tc, now, list);
@@ -2285,7 +2293,7 @@ static bool lend_to_depot(struct tcache *self, uint64_t size, unsigned bin)
 	for (uint32_t i = 0; i < g.tcs_used; i++) {
 		struct tcache *tc = &g.tcs[i];
 
-		if (tc == self || tc->state != TC_LIVE || tc->reclaiming ||
+		if (tc == self || !tc_in_use(tc) ||
 		    (g.nodes > 1 && __atomic_load_n(&tc->node1, __ATOMIC_RELAXED) != node1) ||
 		    __atomic_load_n(&tc->cached_bytes, __ATOMIC_RELAXED) == 0)
 			continue;
@@ -3241,7 +3249,7 @@ static bool others_idle(const struct tcache *self)
 	for (uint32_t i = 0; i < g.tcs_used; i++) {
 		const struct tcache *tc = &g.tcs[i];
 
-		if (tc != self && tc->state == TC_LIVE && !tc->reclaiming &&
+		if (tc != self && tc_in_use(tc) &&
 		    __atomic_load_n(&tc->cached_bytes, __ATOMIC_RELAXED) != 0)
 			return true;
 	}
@@ -3269,7 +3277,7 @@ static void wipe_others(struct tcache *self)
 	for (uint32_t i = 0; i < g.tcs_used; i++) {
 		struct tcache *tc = &g.tcs[i];
 
-		if (tc == self || tc->state != TC_LIVE || tc->reclaiming || !tc_outside(tc))
+		if (tc == self || !tc_in_use(tc) || !tc_outside(tc))
 			continue;
 		for (unsigned bin = g.cls_base; bin < g.cls_base + g.nbins; bin++)
 			for (uint32_t id = tc->bins[bin].head; id != 0; id = g.blk[id].next)
