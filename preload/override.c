@@ -81,10 +81,11 @@ enum shim_mode {
  * the pools off). malloc_fast_span: malloc hands n straight to
  * backend_malloc_fast() when n - BACKEND_FAST_MIN < malloc_fast_span.
  * pool_lo, pool_span: n is pooled when n - pool_lo < pool_span (span 0: no
- * request is). region_lo, region_hi: every pool block lies in [region_lo,
- * region_hi) (scratch_region), a region the library maps once and never
- * gives back, so no backend block is ever in it; free sends a pointer
- * outside it straight to the backend. Two compares rather than one on
+ * request is); pool_lo_fast, pool_lo - BACKEND_FAST_MIN, lets malloc test
+ * it from the n - BACKEND_FAST_MIN it has at hand. region_lo, region_hi:
+ * every pool block lies in [region_lo, region_hi) (scratch_region), a
+ * region the library maps once and never gives back, so no backend block
+ * is ever in it; free sends a pointer outside it straight to the backend. Two compares rather than one on
  * p - region_lo: a pointer below the region (the brk heap, and the mappings
  * made after the pools', the kernel placing them top down) is ruled out by
  * the first compare alone.
@@ -93,6 +94,7 @@ static int mode = MODE_UNKNOWN;
 static size_t pass_below = 0;
 static size_t malloc_fast_span = 0;
 static size_t pool_lo = 0;
+static size_t pool_lo_fast = 0; /* pool_lo - BACKEND_FAST_MIN */
 static size_t pool_span = 0;
 static uintptr_t region_lo = 0;
 static uintptr_t region_hi = UINTPTR_MAX;
@@ -146,7 +148,7 @@ SCRATCH_COLD static bool shim_start(void)
 	errno = saved;
 	size_t below = on ? lo : SIZE_MAX;
 	STORE(&pool_lo, on ? lo : 0);
-	STORE(&pool_span, on ? hi - lo + 1 : 0);
+	STORE(&pool_lo_fast, on ? lo - BACKEND_FAST_MIN : 0);
 	STORE(&region_lo, on ? base : UINTPTR_MAX);
 	STORE(&region_hi, on ? base + size : 0);
 	if (on)
@@ -154,6 +156,9 @@ SCRATCH_COLD static bool shim_start(void)
 	STORE(&region_free, on ? scratch__shim_release : free_early);
 	STORE(&pass_below, below);
 	STORE(&malloc_fast_span, below > BACKEND_FAST_MIN ? below - BACKEND_FAST_MIN : 0);
+	/* Last: a request pooled on another thread meanwhile finds the region
+	 * known to free (x86-64 keeps stores in order). */
+	STORE(&pool_span, on ? hi - lo + 1 : 0);
 	__atomic_store_n(&mode, on ? MODE_POOLS : MODE_PASS, __ATOMIC_RELEASE);
 	starting = false;
 	return true;
@@ -266,11 +271,15 @@ __attribute__((noinline)) static void *malloc_other(size_t n)
  */
 static inline void *shim_malloc(size_t n)
 {
-	if (likely(n - BACKEND_FAST_MIN < malloc_fast_span)) {
+	size_t k = n - BACKEND_FAST_MIN;
+
+	if (likely(k < malloc_fast_span)) {
 		passthrough();
 		return backend_malloc_fast(n);
 	}
-	if (likely(in_range(n)))
+	/* in_range(n), from the difference already in a register: one
+	 * instruction fewer on jemalloc's pooled path (no copy of n). */
+	if (likely(k - pool_lo_fast < pool_span))
 		return scratch__shim_acquire(n);
 	return malloc_other(n);
 }
