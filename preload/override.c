@@ -80,12 +80,13 @@ enum shim_mode {
  * pass_below: requests below it are never pooled (min_size; SIZE_MAX with
  * the pools off). malloc_fast_span: malloc hands n straight to
  * backend_malloc_fast() when n - BACKEND_FAST_MIN < malloc_fast_span.
- * pool_lo, pool_span: n is pooled when n - pool_lo < pool_span (span 0: no
- * request is); pool_lo_fast, pool_lo - BACKEND_FAST_MIN, lets malloc test
- * it from the n - BACKEND_FAST_MIN it has at hand. region_lo, region_hi:
- * every pool block lies in [region_lo, region_hi) (scratch_region), a
- * region the library maps once and never gives back, so no backend block
- * is ever in it; free sends a pointer outside it straight to the backend. Two compares rather than one on
+ * pool_off, pool_span: n is pooled when n - BACKEND_FAST_MIN - pool_off <
+ * pool_span (pool_off is min_size - BACKEND_FAST_MIN, so that malloc tests
+ * it from the difference its first compare computed; span 0: no request
+ * is). region_lo, region_hi: every pool block lies in [region_lo,
+ * region_hi) (scratch_region), a region the library maps once and never
+ * gives back, so no backend block is ever in it; free sends a pointer
+ * outside it straight to the backend. Two compares rather than one on
  * p - region_lo: a pointer below the region (the brk heap, and the mappings
  * made after the pools', the kernel placing them top down) is ruled out by
  * the first compare alone.
@@ -93,8 +94,7 @@ enum shim_mode {
 static int mode = MODE_UNKNOWN;
 static size_t pass_below = 0;
 static size_t malloc_fast_span = 0;
-static size_t pool_lo = 0;
-static size_t pool_lo_fast = 0; /* pool_lo - BACKEND_FAST_MIN */
+static size_t pool_off = 0;
 static size_t pool_span = 0;
 static uintptr_t region_lo = 0;
 static uintptr_t region_hi = UINTPTR_MAX;
@@ -147,8 +147,7 @@ SCRATCH_COLD static bool shim_start(void)
 	          scratch_region(&base, &size);
 	errno = saved;
 	size_t below = on ? lo : SIZE_MAX;
-	STORE(&pool_lo, on ? lo : 0);
-	STORE(&pool_lo_fast, on ? lo - BACKEND_FAST_MIN : 0);
+	STORE(&pool_off, on ? lo - BACKEND_FAST_MIN : 0);
 	STORE(&region_lo, on ? base : UINTPTR_MAX);
 	STORE(&region_hi, on ? base + size : 0);
 	if (on)
@@ -164,9 +163,15 @@ SCRATCH_COLD static bool shim_start(void)
 	return true;
 }
 
+/* Is a request pooled, given k = its size - BACKEND_FAST_MIN? */
+static inline bool in_range_from(size_t k)
+{
+	return k - pool_off < pool_span;
+}
+
 static inline bool in_range(size_t n)
 {
-	return n - pool_lo < pool_span;
+	return in_range_from(n - BACKEND_FAST_MIN);
 }
 
 /* Is a request of n bytes pooled? For the paths that tested n >=
@@ -277,9 +282,7 @@ static inline void *shim_malloc(size_t n)
 		passthrough();
 		return backend_malloc_fast(n);
 	}
-	/* in_range(n), from the difference already in a register: one
-	 * instruction fewer on jemalloc's pooled path (no copy of n). */
-	if (likely(k - pool_lo_fast < pool_span))
+	if (likely(in_range_from(k)))
 		return scratch__shim_acquire(n);
 	return malloc_other(n);
 }
