@@ -53,6 +53,28 @@ struct scratch_seg_header *scratch__segment_header(void)
 	return seg.hdr;
 }
 
+/* A consistent copy of one thread's counters (segment.h), read inside its
+ * sequence count. */
+void scratch__counters_read(const struct scratch__counters *c, struct scratch__counters *ret)
+{
+	uint64_t s1, s2;
+	const uint64_t *src = (const uint64_t *)c;
+	uint64_t *dst = (uint64_t *)ret;
+	size_t n = sizeof(*c) / sizeof(uint64_t);
+
+	for (int tries = 0;; tries++) {
+		s1 = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
+		for (size_t i = 0; i < n; i++)
+			dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+		SCRATCH__FENCE_ACQUIRE();
+		s2 = SCRATCH__SEQ_LOAD(&c->seq);
+		/* A writer that died mid-update (a thread lost to fork) leaves
+		 * seq odd forever: after enough tries, take what is there. */
+		if ((s1 == s2 && (s1 & 1) == 0) || tries > 1000)
+			return;
+	}
+}
+
 static uint8_t *seg_at(uint64_t off)
 {
 	return (uint8_t *)seg.hdr + off;

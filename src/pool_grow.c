@@ -1,0 +1,245 @@
+/*
+ * pool_grow.c - growth and page moves.
+ *
+ * A miss that continues a climb (the thread's last two growths rose to
+ * just below it, within 4x) carves twice the request: a buffer that grows
+ * every token costs one new block per doubling. A new block starts with
+ * the pages of the thread's idle blocks below its class, moved
+ * (scratch__carve_move: mremap, not faulted again), and returns the pages
+ * of those left beyond 1/8 of what the thread has leased
+ * (scratch__carve_shed), so growth leaves no trail of resident idle
+ * blocks. realloc's growth of a pool block moves its pages the same way
+ * (scratch__shim_move, pool.c).
+ *
+ * Owns what the kernel allows of moves (none before Linux 5.7 or where
+ * refused; within one mapping only before 6.17), the probe page that tells
+ * whether the process locks its memory, and the bytes at the start of a
+ * block a growing realloc fills itself (scratch__tls_prefix).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+
+#include "pool.h"
+
+#define GROWTH_WINDOW 8 /* classes: a miss this close above the last is a growth (4x) */
+
+/* scratch__block_move: the kernel moves no pages (before Linux 5.7, or
+ * refused), or moves them only within one mapping (before 6.17) */
+static bool move_off, move_one_map;
+static void *lock_probe; /* a page of its own, mapped with the region */
+
+__thread uint64_t scratch__tls_prefix __attribute__((tls_model("initial-exec")));
+
+/* Map the probe page (scratch__pages_locked); false when there is no
+ * memory for it. At set-up. */
+bool scratch__grow_setup(void)
+{
+	lock_probe = scratch__os_map(PAGE_SIZE);
+	return lock_probe != NULL;
+}
+
+/*
+ * Does the process lock its memory? Then pages do not move: a move
+ * (MREMAP_DONTUNMAP) leaves its source range unlocked, so what a later
+ * lease faults there would escape the host's mlockall. Nor do idle blocks
+ * go back early (scratch__carve_shed): the kernel keeps locked pages. Known from a
+ * page the kernel refused to take back (scratch__block_emptied) or, before each
+ * move, from a probe page mapped with the region: mlockall(MCL_CURRENT)
+ * locks both, and so does MCL_FUTURE from before the pools started (one
+ * madvise beside the move's mremap). MCL_FUTURE alone, later, leaves the
+ * region unlocked, and moves harmless. Kept once known.
+ */
+bool scratch__pages_locked(void)
+{
+	if (__atomic_load_n(&g.locked, __ATOMIC_RELAXED))
+		return true;
+	if (!scratch__os_locked(lock_probe))
+		return false;
+	__atomic_store_n(&g.locked, true, __ATOMIC_RELAXED);
+	return true;
+}
+
+/*
+ * Move the pages of idle block src into block dst, which has a larger
+ * class, at byte off of it, at most room bytes (both multiples of 2 MiB):
+ * a 2 MiB page moves as one page-table entry, in microseconds, where
+ * faulting it again costs milliseconds on some machines. src's range
+ * stays mapped and empty. Only src's 2 MiB-aligned part moves (its pages
+ * beyond, if any, are the caller's to return). Returns the bytes moved, 0
+ * when the kernel would not (nothing moved). Both blocks are the caller's
+ * alone (src out of its cache, dst just carved); g.lock is not held.
+ *
+ * Every moved range becomes a mapping of its own, which the kernel never
+ * merges with its neighbours (they are not contiguous in its offsets), and
+ * kernels before 6.17 move only within one mapping. So a block remembers
+ * the mapping at its start that pages were moved into (mv); a block with
+ * none lies within one mapping up to its last whole huge page (a 2.5 MiB
+ * block's partial one has its own: carve_any). Where the kernel refuses a
+ * range across mappings, only src's first mapping moves, from then on.
+ */
+uint64_t scratch__block_move(struct blk *src, struct blk *dst, uint64_t off, uint64_t room)
+{
+	uint64_t len = g.cls_size[src->cls] & ~(HUGE_SIZE - 1);
+	uint64_t mv = (uint64_t)src->mv * HUGE_SIZE;
+	void *from = (void *)blk_addr(src), *to = (void *)(blk_addr(dst) + off);
+	int err;
+
+	if (len > room)
+		len = room;
+	if (__atomic_load_n(&move_one_map, __ATOMIC_RELAXED) && mv != 0 && mv < len)
+		len = mv;
+	if (len == 0)
+		return 0;
+	err = scratch__os_move_pages(from, to, len);
+	if (err == -EFAULT && mv != 0 && mv < len) {
+		__atomic_store_n(&move_one_map, true, __ATOMIC_RELAXED);
+		len = mv;
+		err = scratch__os_move_pages(from, to, len);
+	}
+	if (err == -EINVAL || err == -EPERM || err == -ENOSYS)
+		__atomic_store_n(&move_off, true, __ATOMIC_RELAXED);
+	if (err != 0)
+		return 0;
+	/* dst's first mapping: this range, or the one before it, which ends here */
+	if (off == 0 || (uint64_t)dst->mv * HUGE_SIZE > off)
+		dst->mv = (uint16_t)((off == 0 ? len : off) / HUGE_SIZE);
+	dst->fresh = 0;
+	return len;
+}
+
+/*
+ * The class a miss of size (class bin) carves. A thread whose last two
+ * growths climbed to just below this one (within 4x) is growing a buffer
+ * (attention scores gain a row every token): it gets twice the request,
+ * so the buffer grows into one new block per doubling rather than one per
+ * class (four). Two steps of evidence, so that a program warming up its
+ * two or three sizes keeps exact classes. The tail a block does not use
+ * costs address space only: untouched pages are never faulted. Within
+ * max_size and the fit bound.
+ */
+unsigned scratch__growth_class(const struct tcache *tc, uint64_t size, unsigned bin)
+{
+	unsigned want = bin + 4, top = fit_top(size);
+
+	if (tc->prev_miss == 0 || tc->prev_miss >= tc->last_miss || tc->last_miss >= bin ||
+	    bin - tc->prev_miss > GROWTH_WINDOW)
+		return bin;
+	if (want > g.cls_base + g.nbins - 1)
+		want = g.cls_base + g.nbins - 1;
+	return want > top ? (top > bin ? top : bin) : want;
+}
+
+/*
+ * The idle bytes tc gives back when it carves a block of lease bytes with
+ * bytes of new pages: what its cache holds beyond 1/8 of what it will
+ * have leased, at most bytes. A live set of many blocks whose sizes vary
+ * keeps a few idle ones, which serve its next requests without new pages:
+ * returning them at every miss only to fault them again cost that host
+ * (bench/churn) three quarters of its faults.
+ */
+static uint64_t shed_bytes(const struct tcache *tc, uint64_t lease, uint64_t bytes)
+{
+	uint64_t leased =
+	        tc->c->leased - __atomic_load_n(&tc->c->remote_in_bytes, __ATOMIC_RELAXED);
+	uint64_t keep = (leased + lease) / 8;
+
+	if (tc->cached_bytes <= keep)
+		return 0;
+	return tc->cached_bytes - keep < bytes ? tc->cached_bytes - keep : bytes;
+}
+
+/*
+ * A new block of lease bytes for a request of class bin, bytes of it new
+ * pages (the rest moved in: scratch__carve_move): tc's idle blocks of the classes
+ * below could not serve it, and a growing buffer (or a working set that
+ * moved up) leaves them behind. The pages of those whose pages cannot move
+ * (below 2 MiB, or all where the kernel moves none) go back now, the
+ * smallest classes first and up to shed_bytes() of them, so the new pages
+ * replace old ones instead of adding to them and no trail of resident idle
+ * blocks stays; their addresses stay with their classes. The others stay:
+ * the next miss moves their pages, a hit takes them, or they decay. (Shed
+ * too, the varying-size decode loop faulted them again: a quarter more
+ * faults in all.) Under g.lock (dropped around each madvise); tc is the
+ * caller's, busy.
+ */
+void scratch__carve_shed(struct tcache *tc, unsigned bin, uint64_t lease, uint64_t bytes)
+{
+	const unsigned end = __atomic_load_n(&move_off, __ATOMIC_RELAXED) ? bin : HUGE_BIN;
+	uint64_t shed = 0;
+
+	if (__atomic_load_n(&g.locked, __ATOMIC_RELAXED))
+		return; /* nothing would go back */
+	bytes = shed_bytes(tc, lease, bytes);
+	for (unsigned b = g.cls_base; b < bin && b < end && shed < bytes; b++)
+		while (tc->bins[b].head != 0 && shed < bytes) {
+			shed += g.cls_size[b];
+			scratch__block_empty(bin_pop(tc, b));
+		}
+	if (shed != 0)
+		count_retained(tc->c, -(int64_t)shed);
+}
+
+/* The class of tc's idle block below bin with the most pages to move
+ * that fit in room bytes: the largest extent, the head of each class; 0
+ * when none has any. */
+static unsigned move_source(const struct tcache *tc, unsigned bin, uint64_t room)
+{
+	unsigned best = 0;
+
+	for (unsigned b = g.cls_base; b < bin; b++) {
+		uint32_t h = tc->bins[b].head;
+		uint64_t ext = h != 0 ? g.blk[h].ext : 0;
+
+		if (ext != 0 && g.cls_size[b] >= HUGE_SIZE && ext <= room &&
+		    (best == 0 || ext >= g.blk[tc->bins[best].head].ext))
+			best = b;
+	}
+	return best;
+}
+
+/*
+ * A new block dst for a request of size (class bin) starts with the pages
+ * of tc's idle blocks below bin, which could not serve it, the ones with
+ * the most pages first, while their pages fit in the request (after the
+ * scratch__tls_prefix bytes a growing realloc fills): those move (scratch__block_move)
+ * rather than go back to the OS to be faulted again in dst, and the
+ * blocks empty; what did not move goes back. Returns the capacity that left tc's
+ * cache, with the bytes moved in *ret_moved. Under g.lock (dropped around
+ * each move); tc is the caller's, busy.
+ */
+uint64_t scratch__carve_move(struct tcache *tc, unsigned bin, uint64_t size, uint32_t dst,
+                             uint64_t *ret_moved)
+{
+	const uint64_t want = (size + HUGE_SIZE - 1) & ~(HUGE_SIZE - 1);
+	uint64_t off = scratch__tls_prefix, out = 0;
+	unsigned b;
+
+	*ret_moved = 0;
+	if (__atomic_load_n(&move_off, __ATOMIC_RELAXED) || move_source(tc, bin, want - off) == 0 ||
+	    scratch__pages_locked())
+		return 0;
+	while (off < want && !__atomic_load_n(&move_off, __ATOMIC_RELAXED) &&
+	       (b = move_source(tc, bin, want - off)) != 0) {
+		uint32_t id = bin_pop(tc, b);
+		struct blk *src = &g.blk[id];
+		uint64_t ext = (src->ext + HUGE_SIZE - 1) & ~(HUGE_SIZE - 1), moved;
+
+		pthread_mutex_unlock(&g.lock);
+		moved = scratch__block_move(src, &g.blk[dst], off, want - off);
+		pthread_mutex_lock(&g.lock);
+		scratch__block_empty_from(id, moved);
+		count_retained(tc->c, -(int64_t)g.cls_size[b]);
+		out += g.cls_size[b];
+		*ret_moved += moved;
+		if (moved == 0)
+			break;
+		/* the next block's pages go after the ones this block is known
+		 * to have had */
+		off += moved < ext ? moved : ext;
+	}
+	if (off > scratch__tls_prefix)
+		g.blk[dst].ext = off < size ? off : size;
+	return out;
+}
