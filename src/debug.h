@@ -7,8 +7,8 @@
  * may fire inside the host's malloc (the preload shim). Without it the
  * expression is not evaluated and costs nothing; it still has to compile.
  *
- * What is asserted: the accounting equations the file headers of pool.c,
- * workspace.c and arena.c write down, where the sequence bracket that
+ * What is asserted: the accounting equations that pool.h and the file
+ * headers of workspace.c and arena.c write down, where the sequence bracket that
  * publishes them closes, and cheap local invariants (block states) at the
  * transitions. An assertion reads only what its writer owns at that point,
  * so it holds whatever other threads do meanwhile.

@@ -3,7 +3,8 @@
 # fragment of its own, included at the end.
 check_PROGRAMS += tests/check_scratch
 tests_check_scratch_SOURCES = tests/check_scratch.c tests/suites.h \
-	tests/check_conf.c tests/check_pool.c \
+	tests/check_conf.c tests/check_pool.h tests/check_pool.c tests/check_pool_threads.c \
+	tests/check_pool_reuse.c tests/check_pool_decay.c \
 	tests/check_workers.c tests/check_arena.c tests/check_workspace.c tests/check_stats_abi.c \
 	tests/check_debug.c
 tests_check_scratch_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)

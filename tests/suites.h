@@ -16,6 +16,9 @@
 
 Suite *conf_suite(void);
 Suite *pool_suite(void);
+Suite *pool_threads_suite(void);
+Suite *pool_reuse_suite(void);
+Suite *pool_decay_suite(void);
 Suite *workers_suite(void);
 Suite *arena_suite(void);
 Suite *workspace_suite(void);
