@@ -322,8 +322,8 @@ static inline bool fits_better(const struct blk *a, const struct blk *b, uint64_
  * taken again, whatever order they came back in: a thread that allocates
  * a buffer for each worker, every layer, hands each worker the block it
  * wrote last, whose lines may still sit in that worker's cache (lent most
- * recent first, they swapped workers every layer: 6-8% of a decode loop's
- * steady state). The release fast path links a block with an id above the
+ * recent first, they swapped workers every layer, a cost bench/decode's
+ * steady state shows). The release fast path links a block with an id above the
  * head itself.
  */
 static inline void bin_link(struct bin *b, uint32_t id)

@@ -468,8 +468,8 @@ SCRATCH_COLD static void decay_start(void)
  * Map the decay thread's stack and write its top, once, at the process's
  * first slow-path acquire (its first growth): the thread starts a decay
  * period later, in what a host measures as its steady state, and would
- * fault its descriptor, TLS and first frames in there (two faults on
- * bench/decode). Costs a process that never gets the thread 4 pages.
+ * fault its descriptor, TLS and first frames in there, faults that
+ * bench/decode counts per token. Costs a process that never gets the thread 4 pages.
  */
 SCRATCH_COLD static void decay_stack_prepare(void)
 {

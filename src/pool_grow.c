@@ -136,8 +136,8 @@ unsigned scratch__growth_class(const struct tcache *tc, uint64_t size, unsigned 
  * bytes of new pages: what its cache holds beyond 1/8 of what it will
  * have leased, at most bytes. A live set of many blocks whose sizes vary
  * keeps a few idle ones, which serve its next requests without new pages:
- * returning them at every miss only to fault them again cost that host
- * (bench/churn) three quarters of its faults.
+ * returning them at every miss only to fault them again made most of such
+ * a host's faults (bench/churn measures it; docs/design.md).
  */
 static uint64_t shed_bytes(const struct tcache *tc, uint64_t lease, uint64_t bytes)
 {
@@ -152,16 +152,16 @@ static uint64_t shed_bytes(const struct tcache *tc, uint64_t lease, uint64_t byt
 
 /*
  * A new block of lease bytes for a request of class bin, bytes of it new
- * pages (the rest moved in: scratch__carve_move): tc's idle blocks of the classes
- * below could not serve it, and a growing buffer (or a working set that
+ * pages (the rest moved in: scratch__carve_move): tc's idle blocks of the
+ * classes below could not serve it, and a growing buffer (or a working set that
  * moved up) leaves them behind. The pages of those whose pages cannot move
  * (below 2 MiB, or all where the kernel moves none) go back now, the
  * smallest classes first and up to shed_bytes() of them, so the new pages
  * replace old ones instead of adding to them and no trail of resident idle
  * blocks stays; their addresses stay with their classes. The others stay:
- * the next miss moves their pages, a hit takes them, or they decay. (Shed
- * too, the varying-size decode loop faulted them again: a quarter more
- * faults in all.) Under g.lock (dropped around each madvise); tc is the
+ * the next miss moves their pages, a hit takes them, or they decay (shed
+ * too, a loop whose sizes vary faults them again: bench/decode's varying
+ * table measures it). Under g.lock (dropped around each madvise); tc is the
  * caller's, busy.
  */
 void scratch__carve_shed(struct tcache *tc, unsigned bin, uint64_t lease, uint64_t bytes)
