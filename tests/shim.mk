@@ -9,7 +9,8 @@ check_PROGRAMS += tests/host_semantics tests/host_robust tests/host_stress tests
 
 tests_host_semantics_SOURCES = tests/host_semantics.c
 tests_host_semantics_CFLAGS = $(SHIM_HOST_CFLAGS)
-tests_host_robust_SOURCES = tests/host_robust.c tests/host_common.h tests/shimplug.h
+tests_host_robust_SOURCES = tests/host_robust.c tests/host_robust_env.c tests/host_robust.h \
+	tests/host_common.h tests/shimplug.h
 tests_host_robust_CFLAGS = $(SHIM_HOST_CFLAGS)
 tests_host_robust_LDADD = $(PTHREAD_LIBS)
 tests_host_stress_SOURCES = tests/host_stress.c tests/host_common.h
