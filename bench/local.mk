@@ -3,6 +3,9 @@
 #
 # The host programs use plain malloc/free and never link libscratch, so any
 # allocator (or the shim) can be LD_PRELOADed under them unchanged.
+#
+# bench/README.md describes how to run it, the method and the tables.
+EXTRA_DIST += bench/README.md
 noinst_PROGRAMS += bench/decode bench/small bench/pair bench/churn bench/grow bench/spawn
 bench_decode_SOURCES = bench/decode.c
 bench_decode_LDADD = $(PTHREAD_LIBS)

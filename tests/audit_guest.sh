@@ -4,7 +4,7 @@
 # SHIM (the preload library), HOST (host_numa), TOOL (host_locality_tool),
 # HAUDIT (host_audit),
 # JQ, USER (setpriv to nobody), PARANOID, SITE (host_numa.c:LINE of its
-# malloc). Prints the text audit of the split case for the README.
+# malloc). Prints the text audit of the split case for docs/audit.md.
 #  - launch mode, as root: a main thread on node 0 allocates 64 MiB, a
 #    worker on each node writes a half; the audit's bytes per node, per
 #    thread and for the call site equal move_pages' count inside the host;
