@@ -33,7 +33,7 @@ bench_walk_LDFLAGS = -rdynamic
 bench_walk_LDADD = $(UNWIND_LIBS) -ldl
 BENCH_RUN += bench/walk
 
-EXTRA_DIST += bench/run.sh
+EXTRA_DIST += bench/run.sh bench/report.py
 
 bench: all
 	@if test "x$(SANITIZER)" != xnone; then \
