@@ -4,6 +4,8 @@
 # The host programs use plain malloc/free and never link libscratch, so any
 # allocator (or the shim) can be LD_PRELOADed under them unchanged. The helpers
 # every program needs (clocks, peak RSS, option parsing) are in bench/bench.h.
+# A source whose name src/ or stats/ also uses ends in _bench: bench/pool is
+# built from bench/pool_bench.c.
 noinst_PROGRAMS += bench/decode bench/small bench/pair bench/churn bench/grow bench/spawn
 bench_decode_SOURCES = bench/decode.c bench/bench.h
 bench_decode_LDADD = $(PTHREAD_LIBS)
@@ -21,7 +23,7 @@ BENCH_RUN =
 
 # The pool microbenchmark (issue 2): libscratch itself against glibc and jemalloc.
 noinst_PROGRAMS += bench/pool
-bench_pool_SOURCES = bench/pool.c bench/bench.h
+bench_pool_SOURCES = bench/pool_bench.c bench/bench.h
 bench_pool_CFLAGS = $(AM_CFLAGS) $(JEMALLOC_CFLAGS)
 bench_pool_LDADD = libscratch.la $(JEMALLOC_LIBS) $(PTHREAD_LIBS)
 BENCH_RUN += bench/pool
@@ -48,7 +50,7 @@ bench: all
 
 # workers bench (issue 5): the worker pool against OpenMP and spawn-per-call.
 noinst_PROGRAMS += bench/workers
-bench_workers_SOURCES = bench/workers.c bench/bench.h
+bench_workers_SOURCES = bench/workers_bench.c bench/bench.h
 bench_workers_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
 bench_workers_LDFLAGS = $(OPENMP_CFLAGS)
 bench_workers_LDADD = libscratch.la $(PTHREAD_LIBS)
@@ -70,7 +72,7 @@ bench_libforward_jemalloc_la_LIBADD = $(JEMALLOC_LIBS) -ldl
 
 # First-toucher sampling's cost per page fault (issue 14): stats/faults.c.
 noinst_PROGRAMS += bench/faults
-bench_faults_SOURCES = bench/faults.c bench/bench.h
+bench_faults_SOURCES = bench/faults_bench.c bench/bench.h
 bench_faults_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/stats
 bench_faults_LDADD = libscratch_locality.la libscratch_segread.la
 BENCH_RUN += bench/faults

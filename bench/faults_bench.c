@@ -1,5 +1,5 @@
 /*
- * faults.c - what first-toucher sampling costs per page fault (issue 14).
+ * faults_bench.c - what first-toucher sampling costs per page fault (issue 14).
  *
  * A program faults N fresh 4 KiB pages (an anonymous mapping with
  * MADV_NOHUGEPAGE, one byte written per page) and times it:

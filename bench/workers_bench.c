@@ -1,5 +1,5 @@
 /*
- * workers.c - the worker pool against OpenMP (libgomp) and against
+ * workers_bench.c - the worker pool against OpenMP (libgomp) and against
  * spawning threads per call, side by side in one run:
  *   1. an empty dispatch round trip: scratch_workers_run with an empty job,
  *      an empty "#pragma omp parallel" region, pthread_create+join per call,

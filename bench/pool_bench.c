@@ -1,5 +1,5 @@
 /*
- * pool.c - the pool microbenchmark (issue 2).
+ * pool_bench.c - the pool microbenchmark (issue 2).
  *
  * Side by side in one run: ns per scratch_acquire+scratch_release pair on
  * a cache hit, and ns per allocate+free of glibc (its __libc_* entry
