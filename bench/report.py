@@ -30,6 +30,7 @@ missing figure counts as 0 in arithmetic and as the empty string in comparisons;
 """
 
 import math
+import os
 import re
 import string
 import sys
@@ -867,8 +868,11 @@ def main(argv):
         else:
             table = args[1]
         args = args[2:]
+    if args in (["-h"], ["--help"]):
+        sys.stdout.write(__doc__)
+        return 0
     if len(args) != 1 or args[0].startswith("-"):
-        sys.stderr.write(__doc__.split("\n\n")[1] + "\n")
+        sys.stderr.write("usage: bench/report.py [--section NAME]... [--table TABLE] RESULTS\n")
         return 2
     bad = [s for s in sections if s != "header" and s not in SECTIONS]
     if bad or (table is not None and table not in TABLES):
@@ -884,12 +888,16 @@ def main(argv):
     res = Results(text)
     out = sys.stdout.buffer
     p = Printer(res, lambda s: out.write(s.encode("utf-8", "surrogateescape")))
-    if table is not None:
-        p.table(table)
-    else:
-        for name in sections or ["header"] + res.sections:
-            section(p, res, name)
-    out.flush()
+    try:
+        if table is not None:
+            p.table(table)
+        else:
+            for name in sections or ["header"] + res.sections:
+                section(p, res, name)
+        out.flush()
+    except BrokenPipeError:  # e.g. into head: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
+        return 1
     return 0
 
 
