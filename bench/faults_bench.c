@@ -1,5 +1,5 @@
 /*
- * faults.c - what first-toucher sampling costs per page fault (issue 14).
+ * faults_bench.c - what first-toucher sampling costs per page fault (issue 14).
  *
  * A program faults N fresh 4 KiB pages (an anonymous mapping with
  * MADV_NOHUGEPAGE, one byte written per page) and times it:
@@ -25,21 +25,14 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "bench.h"
 
 #include "faults.h"
 
 #define PAGE  4096UL
 #define DRAIN 1024
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /* Fault pages fresh pages; with f, drain its rings every DRAIN pages. */
 static uint64_t touch(size_t pages, faults_t *f)
@@ -53,7 +46,7 @@ static uint64_t touch(size_t pages, faults_t *f)
 		exit(1);
 	}
 	madvise(p, pages * PAGE, MADV_NOHUGEPAGE);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (size_t i = 0; i < pages; i++) {
 		p[i * PAGE] = 1;
 		if (f != NULL && (i + 1) % DRAIN == 0)
@@ -61,7 +54,7 @@ static uint64_t touch(size_t pages, faults_t *f)
 	}
 	if (f != NULL)
 		faults_drain(f, NULL, NULL);
-	t1 = now_ns();
+	t1 = bench_now_ns();
 	munmap(p, pages * PAGE);
 	return t1 - t0;
 }
@@ -81,7 +74,7 @@ static int child(size_t pages, const char *file)
 
 /* One mode's rounds; samples and lost are from its last round. */
 struct row {
-	uint64_t ns[MAX_ROUNDS];
+	double ns[MAX_ROUNDS];
 	size_t n;
 	uint64_t samples, lost;
 	char why[256];
@@ -90,25 +83,17 @@ struct row {
 static void add(struct row *r, uint64_t ns, const struct faults_stats *st)
 {
 	if (r->n < MAX_ROUNDS)
-		r->ns[r->n++] = ns;
+		r->ns[r->n++] = (double)ns;
 	if (st != NULL) {
 		r->samples = st->samples;
 		r->lost = st->lost;
 	}
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The median round in ns per fault (the machine is shared: the mean is not). */
 static double median(struct row *r, size_t pages)
 {
-	qsort(r->ns, r->n, sizeof(r->ns[0]), cmp_u64);
-	return (double)r->ns[r->n / 2] / (double)pages;
+	return bench_median(r->ns, r->n) / (double)pages;
 }
 
 static void run_attach(size_t pages, struct row *r)

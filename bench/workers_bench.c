@@ -1,5 +1,5 @@
 /*
- * workers.c - the worker pool against OpenMP (libgomp) and against
+ * workers_bench.c - the worker pool against OpenMP (libgomp) and against
  * spawning threads per call, side by side in one run:
  *   1. an empty dispatch round trip: scratch_workers_run with an empty job,
  *      an empty "#pragma omp parallel" region, pthread_create+join per call,
@@ -17,37 +17,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
+#include "bench.h"
 #include "scratch.h"
 
 #define MAX_ROUNDS 15
 #define N          4096
-
-static double now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* Let spinning threads of the previous contender go to sleep, so that
  * they do not steal the CPUs of the next one. */
@@ -73,10 +52,10 @@ static double pool_dispatch_ns(scratch_workers_t *w, int iters)
 
 	for (int i = 0; i < iters / 10; i++) /* warm: workers awake */
 		scratch_workers_run(w, empty_job, NULL);
-	t0 = now_ns();
+	t0 = (double)bench_now_ns();
 	for (int i = 0; i < iters; i++)
 		scratch_workers_run(w, empty_job, NULL);
-	return (now_ns() - t0) / iters;
+	return ((double)bench_now_ns() - t0) / iters;
 }
 
 static double omp_region_ns(unsigned threads, int iters)
@@ -91,14 +70,14 @@ static double omp_region_ns(unsigned threads, int iters)
 			__atomic_fetch_add(&sink, 0, __ATOMIC_RELAXED);
 		}
 	}
-	t0 = now_ns();
+	t0 = (double)bench_now_ns();
 	for (int i = 0; i < iters; i++) {
 #pragma omp parallel num_threads(threads)
 		{
 			__atomic_fetch_add(&sink, 0, __ATOMIC_RELAXED);
 		}
 	}
-	return (now_ns() - t0) / iters;
+	return ((double)bench_now_ns() - t0) / iters;
 #else
 	(void)threads;
 	(void)iters;
@@ -115,7 +94,7 @@ static void *empty_thread(void *arg)
 static double spawn_ns(unsigned threads, int iters)
 {
 	pthread_t th[SCRATCH_WORKERS_MAX];
-	double t0 = now_ns();
+	double t0 = (double)bench_now_ns();
 
 	for (int i = 0; i < iters; i++) {
 		for (unsigned k = 0; k + 1 < threads; k++)
@@ -123,7 +102,7 @@ static double spawn_ns(unsigned threads, int iters)
 		for (unsigned k = 0; k + 1 < threads; k++)
 			pthread_join(th[k], NULL);
 	}
-	return (now_ns() - t0) / iters;
+	return ((double)bench_now_ns() - t0) / iters;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -132,24 +111,24 @@ static double spawn_ns(unsigned threads, int iters)
 
 static double matvec_ns(scratch_workers_t *w, const float *a, const float *x, float *y, int reps)
 {
-	double t0 = now_ns();
+	double t0 = (double)bench_now_ns();
 
 	for (int r = 0; r < reps; r++)
 		scratch_matvec(w, a, x, y, N, N);
-	return (now_ns() - t0) / reps;
+	return ((double)bench_now_ns() - t0) / reps;
 }
 
 static double omp_matvec_ns(unsigned threads, const float *a, const float *x, float *y, int reps)
 {
 #ifdef _OPENMP
-	double t0 = now_ns();
+	double t0 = (double)bench_now_ns();
 
 	for (int r = 0; r < reps; r++) {
 #pragma omp parallel for num_threads(threads) schedule(static)
 		for (int i = 0; i < N; i++)
 			y[i] = scratch_dot(a + (size_t)i * N, x, N);
 	}
-	return (now_ns() - t0) / reps;
+	return ((double)bench_now_ns() - t0) / reps;
 #else
 	(void)threads, (void)a, (void)x, (void)y, (void)reps;
 	return 0;
@@ -206,13 +185,13 @@ int main(void)
 		m_omp[r] = omp_matvec_ns(p, a, x, y, 5);
 		settle();
 	}
-	pool = median(d_pool, rounds);
-	omp = median(d_omp, rounds);
-	spawn = median(d_spawn, rounds);
-	zero = median(d_spin0, rounds);
-	ser = median(m_ser, rounds);
-	mpool = median(m_pool, rounds);
-	momp = median(m_omp, rounds);
+	pool = bench_median(d_pool, rounds);
+	omp = bench_median(d_omp, rounds);
+	spawn = bench_median(d_spawn, rounds);
+	zero = bench_median(d_spin0, rounds);
+	ser = bench_median(m_ser, rounds);
+	mpool = bench_median(m_pool, rounds);
+	momp = bench_median(m_omp, rounds);
 
 	printf("== worker pool: empty dispatch round trip, %u participants (ns per call, "
 	       "median of %d rounds)\n",

@@ -1,5 +1,5 @@
 /*
- * pool.c - the pool microbenchmark (issue 2).
+ * pool_bench.c - the pool microbenchmark (issue 2).
  *
  * Side by side in one run: ns per scratch_acquire+scratch_release pair on
  * a cache hit, and ns per allocate+free of glibc (its __libc_* entry
@@ -17,8 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "bench.h"
 
 #include "scratch.h"
 
@@ -27,14 +28,6 @@ extern void __libc_free(void *p);
 
 enum alloc_kind { POOL, GLIBC, JEMALLOC, NKINDS };
 static const char *const kind_name[NKINDS] = {"scratch", "glibc", "jemalloc"};
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void *get(enum alloc_kind k, size_t size)
 {
@@ -81,7 +74,7 @@ static void *run_job(void *arg)
 	 * (the other allocators get the same courtesy) */
 	put(j->kind, get(j->kind, j->size));
 	pthread_barrier_wait(j->start);
-	t0 = now();
+	t0 = bench_now_s();
 	for (long i = 0; i < j->iters; i++) {
 		char *p = get(j->kind, j->size);
 
@@ -90,10 +83,10 @@ static void *run_job(void *arg)
 		if (j->write)
 			memset(p, (int)i, j->size);
 		else
-			__asm__ volatile("" : : "r"(p) : "memory");
+			bench_keep(p);
 		put(j->kind, p);
 	}
-	j->seconds = now() - t0;
+	j->seconds = bench_now_s() - t0;
 	return NULL;
 }
 
@@ -177,7 +170,7 @@ int main(int argc, char **argv)
 		for (long i = 0; i < n; i++) {
 			void *p = scratch_acquire(64 << 10);
 
-			__asm__ volatile("" : : "r"(p) : "memory");
+			bench_keep(p);
 			scratch_release(p);
 		}
 		return 0;
