@@ -70,6 +70,6 @@ bench_libforward_jemalloc_la_LIBADD = $(JEMALLOC_LIBS) -ldl
 # First-toucher sampling's cost per page fault (issue 14): stats/faults.c.
 noinst_PROGRAMS += bench/faults
 bench_faults_SOURCES = bench/faults.c
-bench_faults_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/stats
+bench_faults_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/stats -I$(srcdir)/stats/segread
 bench_faults_LDADD = libscratch_locality.la libscratch_segread.la
 BENCH_RUN += bench/faults

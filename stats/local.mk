@@ -3,10 +3,13 @@
 sbin_PROGRAMS += stats/scratchd
 bin_PROGRAMS += stats/scratchstat
 
-noinst_LTLIBRARIES += libscratch_segread.la
-libscratch_segread_la_SOURCES = stats/segread.c stats/segread.h stats/common.c stats/common.h \
-	src/segment.h src/internal.h src/scratch.h
-libscratch_segread_la_CFLAGS = $(AM_CFLAGS)
+# Each folder's targets see their own headers and those of the folders
+# below them, and nothing else: not src/ (the segment format is the one
+# header of the library the stats code includes, by its path).
+STATS_SEGREAD_CPPFLAGS = -I$(top_builddir) -I$(srcdir)/stats/segread
+include $(srcdir)/stats/segread/local.mk
+
+STATS_FLAT_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/stats/segread
 
 # The daemon's process table (registry) and the documents it serves, from
 # one field table (docs, fields): a library, so that tests/check_fields.c
@@ -15,9 +18,11 @@ noinst_LTLIBRARIES += libscratch_daemon.la
 libscratch_daemon_la_SOURCES = stats/registry.c stats/registry.h \
 	stats/docs.c stats/docs.h stats/fields.c stats/fields.h stats/thread_history.c \
 	stats/thread_history.h
+libscratch_daemon_la_CPPFLAGS = $(STATS_FLAT_CPPFLAGS)
 libscratch_daemon_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
 stats_scratchd_SOURCES = stats/scratchd.c stats/serve.c stats/serve.h
+stats_scratchd_CPPFLAGS = $(STATS_FLAT_CPPFLAGS)
 stats_scratchd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS)
 stats_scratchd_LDADD = libscratch_daemon.la libscratch_segread.la $(MHD_LIBS) $(JANSSON_LIBS) \
 	$(PTHREAD_LIBS)
@@ -26,7 +31,7 @@ stats_scratchstat_SOURCES = stats/scratchstat.c stats/client.c stats/client.h \
 	stats/views.c stats/views.h stats/symbols.c stats/symbols.h \
 	stats/audit.c stats/audit.h stats/audit_cli.c stats/audit_cli.h
 stats_scratchstat_SOURCES += stats/report_cli.c stats/report_cli.h
-stats_scratchstat_CPPFLAGS = $(AM_CPPFLAGS) -DSCRATCH_SBINDIR='"$(sbindir)"' \
+stats_scratchstat_CPPFLAGS = $(STATS_FLAT_CPPFLAGS) -DSCRATCH_SBINDIR='"$(sbindir)"' \
 	-DSCRATCH_LIBDIR='"$(libdir)"'
 stats_scratchstat_CFLAGS = $(AM_CFLAGS) $(CURL_CFLAGS) $(JANSSON_CFLAGS) $(DW_CFLAGS)
 stats_scratchstat_LDADD = libscratch_report.la libscratch_locality.la libscratch_segread.la \
@@ -39,24 +44,8 @@ stats_scratchstat_LDADD = libscratch_report.la libscratch_locality.la libscratch
 noinst_LTLIBRARIES += libscratch_report.la
 libscratch_report_la_SOURCES = stats/report.c stats/report.h stats/report_audit.c \
 	stats/report_svg.c stats/report_svg.h
+libscratch_report_la_CPPFLAGS = $(STATS_FLAT_CPPFLAGS)
 libscratch_report_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
-
-# The segment reader's fuzz target: a standalone driver that `make check`
-# runs briefly over generated segments (tests/stats_hostile.test), and a
-# libFuzzer build with `make fuzz` when clang can link -fsanitize=fuzzer.
-check_PROGRAMS += stats/fuzz_segment
-stats_fuzz_segment_SOURCES = stats/fuzz_segment.c
-stats_fuzz_segment_LDADD = libscratch_segread.la
-
-FUZZ_CC = clang
-fuzz: stats/fuzz_segment-libfuzzer
-stats/fuzz_segment-libfuzzer: $(srcdir)/stats/fuzz_segment.c $(srcdir)/stats/segread.c \
-		$(srcdir)/stats/segread.h $(srcdir)/src/segment.h
-	$(AM_V_CC)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -DSCRATCH_LIBFUZZER \
-		-I$(top_builddir) -I$(srcdir)/src -I$(srcdir)/stats -o $@ \
-		$(srcdir)/stats/fuzz_segment.c $(srcdir)/stats/segread.c
-CLEANFILES += stats/fuzz_segment-libfuzzer
-.PHONY: fuzz
 
 # make demo: the README's first command ends here (stats/demo.sh).
 EXTRA_DIST += stats/demo.sh
@@ -81,4 +70,5 @@ stats/scratchd.service: $(srcdir)/stats/scratchd.service.in Makefile
 noinst_LTLIBRARIES += libscratch_locality.la
 libscratch_locality_la_SOURCES = stats/topology.c stats/topology.h \
 	stats/placement.c stats/placement.h stats/faults.c stats/faults.h
+libscratch_locality_la_CPPFLAGS = $(STATS_FLAT_CPPFLAGS)
 libscratch_locality_la_CFLAGS = $(AM_CFLAGS)

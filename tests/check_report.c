@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../stats/common.h"
+#include "common.h"
 #include "../stats/report.h"
 #include "../stats/report_svg.h"
 #include "../stats/thread_history.h"

@@ -4,7 +4,7 @@
 
 check_PROGRAMS += tests/host_locality_tool
 tests_host_locality_tool_SOURCES = tests/host_locality_tool.c
-tests_host_locality_tool_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/stats
+tests_host_locality_tool_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/stats -I$(srcdir)/stats/segread
 tests_host_locality_tool_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_host_locality_tool_LDADD = libscratch_locality.la libscratch_segread.la $(JANSSON_LIBS)
 

@@ -21,6 +21,7 @@ tests_host_stats_malloc_LDADD = $(PTHREAD_LIBS) -ldl
 
 # The segment reader's unit suite, in the one Check runner.
 tests_check_scratch_SOURCES += tests/check_segread.c
+tests_check_scratch_CPPFLAGS += -I$(srcdir)/stats/segread
 tests_check_scratch_LDADD += libscratch_segread.la
 
 # Every JSON key and metric name scratchd serves, pinned (stats/docs.c).

@@ -17,7 +17,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "segment.h"
+/* The format's specification, by its path: no stats target has src/ on its
+ * include path (stats/local.mk), so this is the one header of the library
+ * the stats code sees. */
+#include "../../src/segment.h"
 
 /* Where the bytes come from: a descriptor (fd >= 0) or a buffer. */
 struct segread_src {
