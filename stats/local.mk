@@ -8,8 +8,9 @@ bin_PROGRAMS += stats/scratchstat
 # header of the library the stats code includes, by its path).
 STATS_SEGREAD_CPPFLAGS = -I$(top_builddir) -I$(srcdir)/stats/segread
 include $(srcdir)/stats/segread/local.mk
+include $(srcdir)/stats/audit/local.mk
 
-STATS_FLAT_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/stats/segread
+STATS_FLAT_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/stats/segread -I$(srcdir)/stats/audit
 
 # The daemon's process table (registry) and the documents it serves, from
 # one field table (docs, fields): a library, so that tests/check_fields.c
@@ -28,13 +29,12 @@ stats_scratchd_LDADD = libscratch_daemon.la libscratch_segread.la $(MHD_LIBS) $(
 	$(PTHREAD_LIBS)
 
 stats_scratchstat_SOURCES = stats/scratchstat.c stats/client.c stats/client.h \
-	stats/views.c stats/views.h stats/symbols.c stats/symbols.h \
-	stats/audit.c stats/audit.h stats/audit_cli.c stats/audit_cli.h
+	stats/views.c stats/views.h stats/audit_cli.c stats/audit_cli.h
 stats_scratchstat_SOURCES += stats/report_cli.c stats/report_cli.h
 stats_scratchstat_CPPFLAGS = $(STATS_FLAT_CPPFLAGS) -DSCRATCH_SBINDIR='"$(sbindir)"' \
 	-DSCRATCH_LIBDIR='"$(libdir)"'
 stats_scratchstat_CFLAGS = $(AM_CFLAGS) $(CURL_CFLAGS) $(JANSSON_CFLAGS) $(DW_CFLAGS)
-stats_scratchstat_LDADD = libscratch_report.la libscratch_locality.la libscratch_segread.la \
+stats_scratchstat_LDADD = libscratch_report.la libscratch_audit.la libscratch_segread.la \
 	$(CURL_LIBS) $(JANSSON_LIBS) $(DW_LIBS) -ldl
 
 # The HTML report's page (`scratchstat report`, stats/report_cli.c renders
@@ -62,13 +62,3 @@ EXTRA_DIST += stats/scratchd.service.in stats/scratchd.socket
 CLEANFILES += stats/scratchd.service
 stats/scratchd.service: $(srcdir)/stats/scratchd.service.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) stats && sed -e 's|@sbindir[@]|$(sbindir)|g' $(srcdir)/stats/scratchd.service.in >$@
-
-# The memory-locality audit's data collection (issue 14): CPU -> node map and
-# threads' nodes (topology), page placement (placement), first-toucher
-# sampling (faults). Each has its contract in its header; they use
-# stats_read_file, so link libscratch_segread.la beside this library.
-noinst_LTLIBRARIES += libscratch_locality.la
-libscratch_locality_la_SOURCES = stats/topology.c stats/topology.h \
-	stats/placement.c stats/placement.h stats/faults.c stats/faults.h
-libscratch_locality_la_CPPFLAGS = $(STATS_FLAT_CPPFLAGS)
-libscratch_locality_la_CFLAGS = $(AM_CFLAGS)

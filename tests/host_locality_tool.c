@@ -1,6 +1,6 @@
 /*
  * host_locality_tool.c - drives the audit's data collection modules
- * (stats/topology, stats/placement, stats/faults) from the command line, for
+ * (topology, placement, faults of stats/audit/) from the command line, for
  * the locality tests (tests/guest_locality.test, tests/locality_host.test).
  *
  *   host_locality_tool [--json] topology PID

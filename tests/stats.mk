@@ -35,10 +35,11 @@ tests_host_stats_cxx_SOURCES = tests/host_stats_cxx.cc
 tests_host_stats_cxx_CXXFLAGS = $(AM_CXXFLAGS) -g -O1 -fno-omit-frame-pointer
 
 # The HTML report's unit suite: escaping, and pages rendered from JSON and
-# from audit results (the audit's names come from stats/audit.c, which
-# symbolizes with libdw).
-tests_check_scratch_SOURCES += tests/check_report.c stats/audit.c stats/symbols.c \
-	stats/thread_history.c
-tests_check_scratch_CFLAGS += $(JANSSON_CFLAGS) $(DW_CFLAGS)
-tests_check_scratch_LDADD += libscratch_report.la libscratch_locality.la libscratch_segread.la \
+# from audit results (the audit's names come from libscratch_audit.la,
+# which symbolizes with libdw), and scratchd's thread points
+# (libscratch_daemon.la, above).
+tests_check_scratch_SOURCES += tests/check_report.c
+tests_check_scratch_CPPFLAGS += -I$(srcdir)/stats/audit
+tests_check_scratch_CFLAGS += $(JANSSON_CFLAGS)
+tests_check_scratch_LDADD += libscratch_report.la libscratch_audit.la libscratch_segread.la \
 	$(JANSSON_LIBS) $(DW_LIBS)
