@@ -9,8 +9,10 @@ bin_PROGRAMS += stats/scratchstat
 STATS_SEGREAD_CPPFLAGS = -I$(top_builddir) -I$(srcdir)/stats/segread
 include $(srcdir)/stats/segread/local.mk
 include $(srcdir)/stats/audit/local.mk
+include $(srcdir)/stats/report/local.mk
 
-STATS_FLAT_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/stats/segread -I$(srcdir)/stats/audit
+STATS_FLAT_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/stats/segread -I$(srcdir)/stats/audit \
+	-I$(srcdir)/stats/report
 
 # The daemon's process table (registry) and the documents it serves, from
 # one field table (docs, fields): a library, so that tests/check_fields.c
@@ -36,16 +38,6 @@ stats_scratchstat_CPPFLAGS = $(STATS_FLAT_CPPFLAGS) -DSCRATCH_SBINDIR='"$(sbindi
 stats_scratchstat_CFLAGS = $(AM_CFLAGS) $(CURL_CFLAGS) $(JANSSON_CFLAGS) $(DW_CFLAGS)
 stats_scratchstat_LDADD = libscratch_report.la libscratch_audit.la libscratch_segread.la \
 	$(CURL_LIBS) $(JANSSON_LIBS) $(DW_LIBS) -ldl
-
-# The HTML report's page (`scratchstat report`, stats/report_cli.c renders
-# with it): its sections, the locality section (from audit.h's model), the
-# escaping and SVG primitives; a library of its own so the unit suite
-# renders pages too.
-noinst_LTLIBRARIES += libscratch_report.la
-libscratch_report_la_SOURCES = stats/report.c stats/report.h stats/report_audit.c \
-	stats/report_svg.c stats/report_svg.h
-libscratch_report_la_CPPFLAGS = $(STATS_FLAT_CPPFLAGS)
-libscratch_report_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
 # make demo: the README's first command ends here (stats/demo.sh).
 EXTRA_DIST += stats/demo.sh

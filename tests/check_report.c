@@ -1,5 +1,5 @@
 /*
- * check_report.c - the HTML report's unit suite (stats/report*.c): the
+ * check_report.c - the HTML report's unit suite (stats/report/): the
  * escaping of untrusted text byte by byte (markup, invalid UTF-8, controls,
  * bidirectional overrides), whole pages rendered from scratchd-shaped JSON
  * with hostile names, and the locality section from a hand-made audit
@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "common.h"
-#include "../stats/report.h"
-#include "../stats/report_svg.h"
+#include "report.h"
+#include "report_svg.h"
 #include "../stats/thread_history.h"
 #include "suites.h"
 

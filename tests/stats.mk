@@ -39,7 +39,7 @@ tests_host_stats_cxx_CXXFLAGS = $(AM_CXXFLAGS) -g -O1 -fno-omit-frame-pointer
 # which symbolizes with libdw), and scratchd's thread points
 # (libscratch_daemon.la, above).
 tests_check_scratch_SOURCES += tests/check_report.c
-tests_check_scratch_CPPFLAGS += -I$(srcdir)/stats/audit
+tests_check_scratch_CPPFLAGS += -I$(srcdir)/stats/audit -I$(srcdir)/stats/report
 tests_check_scratch_CFLAGS += $(JANSSON_CFLAGS)
 tests_check_scratch_LDADD += libscratch_report.la libscratch_audit.la libscratch_segread.la \
 	$(JANSSON_LIBS) $(DW_LIBS)
