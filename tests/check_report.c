@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "common.h"
+#include "html.h"
 #include "report.h"
-#include "report_svg.h"
 #include "../stats/thread_history.h"
 #include "suites.h"
 

@@ -1,13 +1,13 @@
 /*
  * report.c - scratchstat's HTML report (report.h): the sections of the
- * page, each rendered from scratchd's JSON answers with the primitives of
- * report_svg.c.
+ * page, each rendered from scratchd's JSON answers with the charts of
+ * svg.c, and the locality section of locality.c (report_int.h); the text
+ * and size helpers every section prints with.
  *
  * Names from the host (exe, command line, configuration, thread names,
  * symbols) are untrusted: they only ever reach the page through
  * html_text(). Everything else printed is a number or a constant.
  */
-#include "common.h"
 #include "config.h"
 
 #include <errno.h>
@@ -16,8 +16,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "common.h"
+#include "html.h"
 #include "report.h"
-#include "report_svg.h"
+#include "report_int.h"
+#include "svg.h"
 
 #define CHART_W 960
 
@@ -58,16 +61,16 @@ static const char *str(const json_t *o, const char *key)
 	return s != NULL ? s : "";
 }
 
-static void text(struct page *pg, const char *s)
+void report_text(FILE *f, const char *s)
 {
-	html_text(pg->f, s, (size_t)-1);
+	html_text(f, s, (size_t)-1);
 }
 
-static void bytes(struct page *pg, uint64_t v)
+void report_bytes(FILE *f, uint64_t v)
 {
 	char b[32];
 
-	fputs(stats_human(v, b, sizeof(b)), pg->f);
+	fputs(stats_human(v, b, sizeof(b)), f);
 }
 
 /* "2026-12-01 23:45:12.123 UTC": unambiguous wherever the page is read. */
@@ -142,7 +145,7 @@ static int collect_threads(struct page *pg)
 	if (pg->nthreads > 0)
 		qsort(pg->threads, pg->nthreads, sizeof(*pg->threads), tid_cmp);
 	for (i = 0; i < pg->nthreads; i++)
-		pg->threads[i].color = palette(i);
+		pg->threads[i].color = svg_palette(i);
 	return rc;
 }
 
@@ -205,7 +208,7 @@ static void page_open(struct page *pg)
 	      "<title>scratch report: pid ",
 	      pg->f);
 	fprintf(pg->f, "%lld ", snum(p, "pid"));
-	text(pg, str(p, "exe"));
+	report_text(pg->f, str(p, "exe"));
 	fprintf(pg->f, "</title>\n<style>%s</style>\n</head>\n<body>\n", css);
 }
 
@@ -225,7 +228,7 @@ static void page_close(struct page *pg)
 static void head_row(struct page *pg, const char *term, const char *value)
 {
 	fprintf(pg->f, "<dt>%s</dt><dd>", term);
-	text(pg, value);
+	report_text(pg->f, value);
 	fputs("</dd>\n", pg->f);
 }
 
@@ -244,15 +247,15 @@ static void section_header(struct page *pg)
 	         stats_human(num(p, "max_size"), b, sizeof(b)));
 	head_row(pg, "pooled sizes", size);
 	fputs("<dt>state</dt><dd>", pg->f);
-	text(pg, str(p, "state"));
+	report_text(pg->f, str(p, "state"));
 	if (json_is_string(json_object_get(p, "exit_reason"))) {
 		fputs(" (", pg->f);
-		text(pg, str(p, "exit_reason"));
+		report_text(pg->f, str(p, "exit_reason"));
 		fputs(")", pg->f);
 	}
 	if (json_is_string(json_object_get(p, "pools_off"))) {
 		fputs(", pools off: ", pg->f);
-		text(pg, str(p, "pools_off"));
+		report_text(pg->f, str(p, "pools_off"));
 	}
 	fputs("</dd>\n<dt>started</dt><dd>", pg->f);
 	when(pg, num(p, "created_ns"));
@@ -325,7 +328,7 @@ static void thread_row(struct page *pg, const json_t *t)
 	        "<tr class=\"thread\" data-tid=\"%lld\"><td><span class=\"swatch\" "
 	        "style=\"background:%s\"></span>%lld</td><td class=\"l name\">",
 	        tid, ref != NULL ? ref->color : "#999", tid);
-	text(pg, str(t, "name"));
+	report_text(pg->f, str(t, "name"));
 	fprintf(pg->f, "</td><td class=\"l\">%s</td><td>%llu</td><td>",
 	        strcmp(str(t, "state"), "live") == 0 ? "live" : "exited",
 	        (unsigned long long)num(t, "allocs"));
@@ -334,11 +337,11 @@ static void thread_row(struct page *pg, const json_t *t)
 	else
 		fputs("-", pg->f);
 	fputs("</td><td>", pg->f);
-	bytes(pg, num(t, "retained"));
+	report_bytes(pg->f, num(t, "retained"));
 	fputs("</td><td>", pg->f);
-	bytes(pg, num(t, "leased"));
+	report_bytes(pg->f, num(t, "leased"));
 	fputs("</td><td>", pg->f);
-	bytes(pg, num(t, "peak_leased"));
+	report_bytes(pg->f, num(t, "peak_leased"));
 	fprintf(pg->f, "</td><td>%llu</td><td>%llu</td><td>%llu</td></tr>\n",
 	        (unsigned long long)num(t, "growths"),
 	        (unsigned long long)num(t, "remote_frees_in"),
@@ -440,7 +443,7 @@ static int thread_chart(struct page *pg, const char *key, const char *title)
 	char(*names)[64] = calloc(nt + 1, sizeof(*names));
 	bool ok = x != NULL && y != NULL && labels != NULL && colors != NULL && names != NULL;
 	double ymax = 0;
-	struct frame fr;
+	struct svg_frame fr;
 
 	if (!ok)
 		goto out_free;
@@ -467,7 +470,7 @@ static int thread_chart(struct page *pg, const char *key, const char *title)
 	for (size_t t = 0; t < shown; t++)
 		svg_steps(pg->f, &fr, x, y + t * n, n, colors[t], labels[t], false);
 	svg_close(pg->f);
-	html_legend(pg->f, labels, colors, shown);
+	svg_legend(pg->f, labels, colors, shown);
 out_free:
 	free(x);
 	free(y);
@@ -483,8 +486,8 @@ static int totals_chart(struct page *pg)
 	size_t n = json_array_size(json_object_get(pg->in->history, "samples"));
 	double *x = calloc(n + 1, sizeof(double)), *r = calloc(n + 1, sizeof(double)),
 	       *l = calloc(n + 1, sizeof(double));
-	const char *labels[] = {"retained", "leased"}, *colors[] = {palette(0), palette(1)};
-	struct frame fr;
+	const char *labels[] = {"retained", "leased"}, *colors[] = {svg_palette(0), svg_palette(1)};
+	struct svg_frame fr;
 	int rc = -ENOMEM;
 
 	if (x != NULL && r != NULL && l != NULL) {
@@ -497,7 +500,7 @@ static int totals_chart(struct page *pg)
 		svg_steps(pg->f, &fr, x, r, n, colors[0], "retained", true);
 		svg_steps(pg->f, &fr, x, l, n, colors[1], "leased", false);
 		svg_close(pg->f);
-		html_legend(pg->f, labels, colors, 2);
+		svg_legend(pg->f, labels, colors, 2);
 		rc = 0;
 	}
 	free(x);
@@ -542,7 +545,7 @@ static int section_history(struct page *pg)
 
 static const char *node_color(long long node)
 {
-	return node < 0 ? "#999999" : palette((size_t)node);
+	return node < 0 ? "#999999" : svg_palette((size_t)node);
 }
 
 static void record_tip(struct page *pg, const json_t *r, const struct thread_ref *t)
@@ -550,11 +553,12 @@ static void record_tip(struct page *pg, const json_t *r, const struct thread_ref
 	char b[32];
 
 	fprintf(pg->f, "<title>%.3f s: tid %lld ", secs(pg, num(r, "time_ns")), t->tid);
-	text(pg, t->name);
+	report_text(pg->f, t->name);
 	fprintf(pg->f, " grew %s (class %lld) on cpu %lld, node %lld at ",
 	        stats_human(num(r, "bytes"), b, sizeof(b)), snum(r, "class"), snum(r, "cpu"),
 	        snum(r, "node"));
-	text(pg, json_is_string(json_object_get(r, "site")) ? str(r, "site") : "an unknown site");
+	report_text(pg->f, json_is_string(json_object_get(r, "site")) ? str(r, "site")
+	                                                              : "an unknown site");
 	fputs("</title>", pg->f);
 }
 
@@ -578,7 +582,7 @@ static int growth_lanes(struct page *pg, const json_t *recs)
 	bool *grew = calloc(pg->nthreads + 1, sizeof(bool));
 	unsigned lanes = 0;
 	double bmax = 1;
-	struct frame fr;
+	struct svg_frame fr;
 	const json_t *r;
 	size_t i;
 	char label[64];
@@ -615,8 +619,8 @@ static int growth_lanes(struct page *pg, const json_t *recs)
 		fprintf(pg->f,
 		        "<circle class=\"mark\" data-tid=\"%lld\" cx=\"%.1f\" cy=\"%.1f\" "
 		        "r=\"%.1f\" fill=\"%s\">",
-		        t->tid, frame_x(&fr, secs(pg, num(r, "time_ns"))),
-		        lane_y(&fr, lane_of(pg, grew, t->tid)), rad > 12 ? 12 : rad,
+		        t->tid, svg_frame_x(&fr, secs(pg, num(r, "time_ns"))),
+		        svg_lane_y(&fr, lane_of(pg, grew, t->tid)), rad > 12 ? 12 : rad,
 		        node_color(snum(r, "node")));
 		record_tip(pg, r, t);
 		fputs("</circle>\n", pg->f);
@@ -652,7 +656,7 @@ static int growth_cumulative(struct page *pg, const json_t *recs)
 	size_t n = json_array_size(recs);
 	double *x = calloc(n + 2, sizeof(double)), *y = calloc(n + 2, sizeof(double));
 	double ymax = 0;
-	struct frame fr;
+	struct svg_frame fr;
 	char label[64];
 
 	if (x == NULL || y == NULL) {
@@ -712,7 +716,7 @@ static void node_legend(struct page *pg, const json_t *recs)
 	fputs("<p>Marks: one per growth, area by size, colour by the NUMA node its thread ran on; "
 	      "hover for the call site.</p>\n",
 	      pg->f);
-	html_legend(pg->f, labels, colors, n);
+	svg_legend(pg->f, labels, colors, n);
 }
 
 struct site_sum {
@@ -747,16 +751,16 @@ static void site_add(struct site_sum *s, const json_t *r)
 static void site_row(struct page *pg, const struct site_sum *s)
 {
 	fputs("<tr class=\"site\"><td class=\"site\">", pg->f);
-	text(pg, s->site);
+	report_text(pg->f, s->site);
 	fprintf(pg->f, "</td><td>%llu</td><td>", (unsigned long long)s->count);
-	bytes(pg, s->bytes);
+	report_bytes(pg->f, s->bytes);
 	fputs("</td><td class=\"l\">", pg->f);
 	for (unsigned k = 0; k < s->ntids; k++) {
 		const struct thread_ref *t = find_thread(pg, s->tids[k]);
 
 		fprintf(pg->f, "%s<span data-tid=\"%lld\">%lld ", k ? ", " : "", s->tids[k],
 		        s->tids[k]);
-		text(pg, t != NULL ? t->name : "");
+		report_text(pg->f, t != NULL ? t->name : "");
 		fputs("</span>", pg->f);
 	}
 	if (s->more_tids)
@@ -818,14 +822,15 @@ static void record_row(struct page *pg, const json_t *r)
 	        "<td class=\"l\">",
 	        snum(r, "tid"), (unsigned long long)num(r, "seq"), secs(pg, num(r, "time_ns")),
 	        snum(r, "tid"));
-	text(pg, t != NULL ? t->name : "");
+	report_text(pg->f, t != NULL ? t->name : "");
 	fputs("</td><td>", pg->f);
-	bytes(pg, num(r, "bytes"));
+	report_bytes(pg->f, num(r, "bytes"));
 	fprintf(pg->f, "</td><td>%lld</td><td>%lld</td><td>%lld</td><td class=\"l\">",
 	        snum(r, "class"), snum(r, "cpu"), snum(r, "node"));
-	text(pg, json_is_string(json_object_get(r, "owner_name")) ? str(r, "owner_name") : "-");
+	report_text(pg->f,
+	            json_is_string(json_object_get(r, "owner_name")) ? str(r, "owner_name") : "-");
 	fputs("</td><td class=\"site\">", pg->f);
-	text(pg, json_is_string(json_object_get(r, "site")) ? str(r, "site") : "??");
+	report_text(pg->f, json_is_string(json_object_get(r, "site")) ? str(r, "site") : "??");
 	fputs("</td></tr>\n", pg->f);
 }
 
@@ -906,9 +911,9 @@ static void class_row(struct page *pg, const json_t *k, uint64_t most)
 	unsigned wm = req ? (unsigned)(miss * w / req) : 0;
 
 	fputs("<tr class=\"class\"><td>", pg->f);
-	bytes(pg, num(k, "size_min"));
+	report_bytes(pg->f, num(k, "size_min"));
 	fputs(" - ", pg->f);
-	bytes(pg, num(k, "size"));
+	report_bytes(pg->f, num(k, "size"));
 	fprintf(pg->f, "</td><td>%llu</td><td>", (unsigned long long)req);
 	if (json_is_real(h))
 		fprintf(pg->f, "%.1f%%", json_real_value(h) * 100.0);
@@ -917,9 +922,9 @@ static void class_row(struct page *pg, const json_t *k, uint64_t most)
 	fprintf(pg->f, "</td><td>%llu</td><td>%llu</td><td>%llu</td><td>",
 	        (unsigned long long)num(k, "larger_hits"), (unsigned long long)num(k, "depot_hits"),
 	        (unsigned long long)miss);
-	bytes(pg, num(k, "idle_bytes"));
+	report_bytes(pg->f, num(k, "idle_bytes"));
 	fputs("</td><td>", pg->f);
-	bytes(pg, num(k, "leased_bytes"));
+	report_bytes(pg->f, num(k, "leased_bytes"));
 	fprintf(pg->f,
 	        "</td><td class=\"l\"><span class=\"bar\" style=\"width:%upx\"></span>"
 	        "<span class=\"bar miss\" style=\"width:%upx\"></span></td></tr>\n",
@@ -946,7 +951,7 @@ static void section_sizes(struct page *pg)
 	      pg->f);
 	json_array_foreach(cls, i, k) class_row(pg, k, most);
 	fputs("</table>\n<p>Requests below min_size (", pg->f);
-	bytes(pg, num(v, "min_size"));
+	report_bytes(pg->f, num(v, "min_size"));
 	fprintf(pg->f, ") are not pooled: %llu calls passed through.</p>\n</section>\n",
 	        (unsigned long long)num(v, "passthrough"));
 }
@@ -996,7 +1001,7 @@ int report_write(FILE *f, const struct report_input *in)
 	section_threads(&pg);
 	rc |= section_history(&pg);
 	rc |= section_growth(&pg);
-	report_audit_section(f, in->audit, in->audit_none, in->audit_json);
+	locality_section(f, in->audit, in->audit_none, in->audit_json);
 	section_sizes(&pg);
 	page_close(&pg);
 	free(pg.threads);

@@ -52,9 +52,4 @@ struct report_input {
  */
 int report_write(FILE *f, const struct report_input *in);
 
-/* The locality section (report_audit.c): a, or why_none when a is NULL,
- * and json (NULL: none) as the embedded data block. */
-void report_audit_section(FILE *f, const struct audit_result *a, const char *why_none,
-                          const char *json);
-
 #endif /* SCRATCH_STATS_REPORT_H */

@@ -1,6 +1,6 @@
 /*
- * report_svg.c - the HTML report's writing primitives (report_svg.h): the
- * escaping of untrusted text, human sizes, and the inline SVG charts.
+ * svg.c - the HTML report's inline SVG charts (svg.h): frames, ticks and
+ * axes, step lines, the thread palette and the legend below a chart.
  *
  * The charts are plain SVG elements inside the HTML (no xmlns needed: the
  * HTML parser puts <svg> in its namespace), with a <title> per line or mark
@@ -8,90 +8,10 @@
  */
 #include "config.h"
 
-#include <string.h>
+#include "html.h"
+#include "svg.h"
 
-#include "report_svg.h"
-
-/* ---------------------------------------------------------------------- */
-/* Text                                                                    */
-/* ---------------------------------------------------------------------- */
-
-/* Length of the well-formed UTF-8 sequence at s (n bytes left), its code
- * point in *cp; 0 when the bytes there are not one (RFC 3629: no overlong
- * form, no surrogate, nothing above U+10FFFF). */
-static size_t utf8_seq(const unsigned char *s, size_t n, uint32_t *cp)
-{
-	static const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
-	size_t len;
-	uint32_t v;
-
-	if (s[0] < 0x80) {
-		*cp = s[0];
-		return 1;
-	}
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2, v = s[0] & 0x1fu;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3, v = s[0] & 0x0fu;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4, v = s[0] & 0x07u;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		v = v << 6 | (s[i] & 0x3fu);
-	}
-	if (v < least[len] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
-		return 0;
-	*cp = v;
-	return len;
-}
-
-/* Code points shown as U+FFFD: controls, and the bidirectional formatting
- * characters that could make a name read as something else. */
-static bool hidden(uint32_t cp)
-{
-	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) ||
-	       (cp >= 0x2066 && cp <= 0x2069);
-}
-
-void html_text(FILE *f, const char *s, size_t len)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	if (s == NULL)
-		return;
-	if (len == (size_t)-1)
-		len = strlen(s);
-	while (len > 0) {
-		uint32_t cp = 0;
-		size_t n = utf8_seq(p, len, &cp);
-
-		if (n == 0 || hidden(cp))
-			fputs("\xef\xbf\xbd", f); /* U+FFFD */
-		else if (cp == '&')
-			fputs("&amp;", f);
-		else if (cp == '<')
-			fputs("&lt;", f);
-		else if (cp == '>')
-			fputs("&gt;", f);
-		else if (cp == '"')
-			fputs("&quot;", f);
-		else if (cp == '\'')
-			fputs("&#39;", f);
-		else
-			fwrite(p, 1, n, f);
-		/* a bad byte is replaced alone: the next one may start a character */
-		n = n == 0 ? 1 : n;
-		p += n;
-		len -= n;
-	}
-}
-
-const char *palette(size_t i)
+const char *svg_palette(size_t i)
 {
 	/* distinct on white and for the common colour blindnesses in order */
 	static const char *const colors[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759",
@@ -166,10 +86,10 @@ static double round_up(double v, double step)
 /* Charts                                                                  */
 /* ---------------------------------------------------------------------- */
 
-void svg_open(FILE *f, struct frame *fr, int width, int height, const char *title, double x_max,
+void svg_open(FILE *f, struct svg_frame *fr, int width, int height, const char *title, double x_max,
               double y_max, unsigned lanes)
 {
-	*fr = (struct frame){.lanes = lanes, .top = 8};
+	*fr = (struct svg_frame){.lanes = lanes, .top = 8};
 	fr->left = lanes > 0 ? 190 : 72;
 	fr->w = width - fr->left - 16;
 	fr->h = height - fr->top - 34;
@@ -190,27 +110,27 @@ void svg_close(FILE *f)
 	fputs("</svg>\n", f);
 }
 
-double frame_x(const struct frame *fr, double x)
+double svg_frame_x(const struct svg_frame *fr, double x)
 {
 	return fr->left + (fr->x_max > 0 ? x / fr->x_max : 0) * fr->w;
 }
 
-double frame_y(const struct frame *fr, double y)
+double svg_frame_y(const struct svg_frame *fr, double y)
 {
 	return fr->top + fr->h - (fr->y_max > 0 ? y / fr->y_max : 0) * fr->h;
 }
 
-double lane_y(const struct frame *fr, unsigned lane)
+double svg_lane_y(const struct svg_frame *fr, unsigned lane)
 {
 	return fr->top + ((double)lane + 0.5) * fr->h / (fr->lanes ? fr->lanes : 1);
 }
 
-static void x_axis(FILE *f, const struct frame *fr)
+static void x_axis(FILE *f, const struct svg_frame *fr)
 {
 	double step = seconds_step(fr->x_max);
 
 	for (double t = 0; t <= fr->x_max + step / 2; t += step) {
-		double x = frame_x(fr, t);
+		double x = svg_frame_x(fr, t);
 
 		fprintf(f,
 		        "<line class=\"grid\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
@@ -220,13 +140,13 @@ static void x_axis(FILE *f, const struct frame *fr)
 	}
 }
 
-static void y_axis(FILE *f, const struct frame *fr)
+static void y_axis(FILE *f, const struct svg_frame *fr)
 {
 	const char *name;
 	double step = bytes_step(fr->y_max), unit = byte_unit(fr->y_max, &name);
 
 	for (double v = 0; v <= fr->y_max + step / 2; v += step) {
-		double y = frame_y(fr, v);
+		double y = svg_frame_y(fr, v);
 
 		fprintf(f,
 		        "<line class=\"grid\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>"
@@ -236,7 +156,7 @@ static void y_axis(FILE *f, const struct frame *fr)
 	}
 }
 
-void svg_axes(FILE *f, const struct frame *fr)
+void svg_axes(FILE *f, const struct svg_frame *fr)
 {
 	x_axis(f, fr);
 	if (fr->lanes == 0)
@@ -245,9 +165,9 @@ void svg_axes(FILE *f, const struct frame *fr)
 	        fr->left, fr->top, fr->w, fr->h);
 }
 
-void svg_lane_label(FILE *f, const struct frame *fr, unsigned lane, const char *label)
+void svg_lane_label(FILE *f, const struct svg_frame *fr, unsigned lane, const char *label)
 {
-	double y = lane_y(fr, lane);
+	double y = svg_lane_y(fr, lane);
 
 	fprintf(f,
 	        "<line class=\"lane\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>"
@@ -257,7 +177,7 @@ void svg_lane_label(FILE *f, const struct frame *fr, unsigned lane, const char *
 	fputs("</text>\n", f);
 }
 
-void svg_steps(FILE *f, const struct frame *fr, const double *x, const double *y, size_t n,
+void svg_steps(FILE *f, const struct svg_frame *fr, const double *x, const double *y, size_t n,
                const char *color, const char *label, bool wide)
 {
 	bool open = false;
@@ -274,11 +194,11 @@ void svg_steps(FILE *f, const struct frame *fr, const double *x, const double *y
 		/* a point that changes nothing is left out, so a long flat
 		 * series is a short path; a run still reaches its last x */
 		if (!open)
-			fprintf(f, "M%.1f %.1f", frame_x(fr, x[i]), frame_y(fr, y[i]));
+			fprintf(f, "M%.1f %.1f", svg_frame_x(fr, x[i]), svg_frame_y(fr, y[i]));
 		else if (y[i] != held) /* the held value lasted until this sample */
-			fprintf(f, "H%.1fV%.1f", frame_x(fr, x[i]), frame_y(fr, y[i]));
+			fprintf(f, "H%.1fV%.1f", svg_frame_x(fr, x[i]), svg_frame_y(fr, y[i]));
 		else if (run_ends)
-			fprintf(f, "H%.1f", frame_x(fr, x[i]));
+			fprintf(f, "H%.1f", svg_frame_x(fr, x[i]));
 		held = y[i];
 		open = true;
 	}
@@ -287,7 +207,7 @@ void svg_steps(FILE *f, const struct frame *fr, const double *x, const double *y
 	fputs("</title></path>\n", f);
 }
 
-void html_legend(FILE *f, const char *const *labels, const char *const *colors, size_t n)
+void svg_legend(FILE *f, const char *const *labels, const char *const *colors, size_t n)
 {
 	fputs("<ul class=\"legend\">", f);
 	for (size_t i = 0; i < n; i++) {

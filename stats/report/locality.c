@@ -1,12 +1,11 @@
 /*
- * report_audit.c - the HTML report's locality section: the audit's window
- * and tiers, the first-touch node x user node matrix (and placement node x
- * user node), the threads as the audit saw them, and the ranked findings
- * with evidence, call site and fix. Rendered from struct audit_result
- * (audit.h) alone; without one the section says that no audit data was
- * collected, and why.
+ * locality.c - the HTML report's locality section (report_int.h): the
+ * audit's window and tiers, the first-touch node x user node matrix (and
+ * placement node x user node), the threads as the audit saw them, and the
+ * ranked findings with evidence, call site and fix. Rendered from struct
+ * audit_result (audit.h) alone; without one the section says that no audit
+ * data was collected, and why.
  */
-#include "common.h"
 #include "config.h"
 
 #include <string.h>
@@ -14,20 +13,7 @@
 
 #include "audit.h"
 #include "placement.h"
-#include "report.h"
-#include "report_svg.h"
-
-static void text(FILE *f, const char *s)
-{
-	html_text(f, s, (size_t)-1);
-}
-
-static void bytes(FILE *f, uint64_t v)
-{
-	char b[32];
-
-	fputs(stats_human(v, b, sizeof(b)), f);
-}
+#include "report_int.h"
 
 static const struct audit_thread *audit_thread_of(const struct audit_result *a, pid_t tid)
 {
@@ -49,7 +35,7 @@ static void tid_ref(FILE *f, const struct audit_result *a, pid_t tid)
 	fprintf(f, "<span class=\"tid\" data-tid=\"%d\">%d", (int)tid, (int)tid);
 	if (t != NULL && t->name[0] != '\0') {
 		fputs(" ", f);
-		text(f, t->name);
+		report_text(f, t->name);
 	}
 	fputs("</span>", f);
 }
@@ -94,11 +80,11 @@ static void window(FILE *f, const struct audit_result *a)
 		      "machine), not a measured remote access.",
 		      f);
 	fputs(" Present bytes in the pools' blocks: ", f);
-	bytes(f, a->present_bytes);
+	report_bytes(f, a->present_bytes);
 	fputs(", with a sampled first toucher: ", f);
-	bytes(f, a->sampled_bytes);
+	report_bytes(f, a->sampled_bytes);
 	fputs(", first toucher unknown: ", f);
-	bytes(f, a->unknown_bytes);
+	report_bytes(f, a->unknown_bytes);
 	fprintf(f,
 	        ". %llu fault samples, %llu in the pools' region, %llu lost; %llu placement "
 	        "passes.</p>\n",
@@ -113,10 +99,10 @@ static void tiers(FILE *f, const struct audit_result *a)
 	      f);
 	for (int t = 0; t < AUDIT_TIERS; t++) {
 		fprintf(f, "<tr class=\"tier\" data-on=\"%d\"><td class=\"l\">", a->tiers[t].on);
-		text(f, audit_tier_name((enum audit_tier_id)t));
+		report_text(f, audit_tier_name((enum audit_tier_id)t));
 		fprintf(f, "</td><td class=\"l\">%s</td><td class=\"l\">",
 		        a->tiers[t].on ? "on" : "off");
-		text(f, a->tiers[t].reason);
+		report_text(f, a->tiers[t].reason);
 		fputs("</td></tr>\n", f);
 	}
 	fputs("</table>\n", f);
@@ -149,7 +135,7 @@ static void matrix_cell(FILE *f, const struct audit_matrix *m, int first, int us
 	        "style=\"background:rgba(%s,%.2f)\">",
 	        remote ? " remote" : "", first, user, (unsigned long long)v,
 	        remote ? "225,87,89" : "78,121,167", 0.08 + 0.6 * share);
-	bytes(f, v);
+	report_bytes(f, v);
 	fputs("</td>", f);
 }
 
@@ -198,20 +184,20 @@ static void audit_threads(FILE *f, const struct audit_result *a)
 
 		fprintf(f, "<tr class=\"audit-thread\" data-tid=\"%d\"><td>%d</td><td class=\"l\">",
 		        (int)t->tid, (int)t->tid);
-		text(f, t->name);
+		report_text(f, t->name);
 		fprintf(f, "%s</td><td>%d</td><td>%d</td><td>", t->alive ? "" : " (gone)", t->cpu,
 		        t->node);
 		nodeset(f, t->affinity);
 		fputs("</td><td>", f);
 		nodeset(f, t->fault_nodes);
 		fputs("</td><td>", f);
-		bytes(f, t->used_bytes);
+		report_bytes(f, t->used_bytes);
 		fputs("</td><td>", f);
-		bytes(f, t->remote_bytes);
+		report_bytes(f, t->remote_bytes);
 		fputs("</td><td>", f);
-		bytes(f, t->first_touched);
+		report_bytes(f, t->first_touched);
 		fputs("</td><td>", f);
-		bytes(f, t->touched_for_others);
+		report_bytes(f, t->touched_for_others);
 		fputs("</td></tr>\n", f);
 	}
 	fputs("</table>\n", f);
@@ -221,20 +207,20 @@ static void audit_threads(FILE *f, const struct audit_result *a)
 static void site_frames(FILE *f, const struct audit_site *s)
 {
 	fputs("<details><summary class=\"site\">", f);
-	text(f, s->where[0] ? s->where : "(no symbol)");
+	report_text(f, s->where[0] ? s->where : "(no symbol)");
 	fputs("</summary><ol class=\"frames\">", f);
 	for (unsigned i = 0; i < s->nframes && i < AUDIT_MAX_FRAMES; i++) {
 		const struct audit_frame *fr = &s->frames[i];
 
 		fprintf(f, "<li><code>0x%llx ", (unsigned long long)fr->addr);
-		text(f, fr->function[0] ? fr->function : "??");
+		report_text(f, fr->function[0] ? fr->function : "??");
 		if (fr->file[0] != '\0') {
 			fputs(" (", f);
-			text(f, fr->file);
+			report_text(f, fr->file);
 			fprintf(f, ":%d)", fr->line);
 		} else if (fr->module[0] != '\0') {
 			fputs(" [", f);
-			text(f, fr->module);
+			report_text(f, fr->module);
 			fputs("]", f);
 		}
 		fputs("</code></li>", f);
@@ -265,16 +251,16 @@ static void finding(FILE *f, const struct audit_result *a, const struct audit_fi
                     size_t rank)
 {
 	fprintf(f, "<li class=\"finding\" id=\"finding-%zu\" data-kind=\"", rank + 1);
-	text(f, audit_kind_name(x->kind));
+	report_text(f, audit_kind_name(x->kind));
 	fputs("\" data-evidence=\"", f);
-	text(f, audit_evidence_name(x->evidence));
+	report_text(f, audit_evidence_name(x->evidence));
 	fprintf(f, "\" data-bytes=\"%llu\"><p class=\"text\">", (unsigned long long)x->bytes);
-	text(f, x->text);
+	report_text(f, x->text);
 	fputs("</p><dl class=\"head\"><dt>remote bytes</dt><dd>", f);
-	bytes(f, x->bytes);
+	report_bytes(f, x->bytes);
 	fputs(x->risk ? " (a risk: remote on a multi-node machine)" : "", f);
 	fputs("</dd><dt>evidence</dt><dd>", f);
-	text(f, audit_evidence_name(x->evidence));
+	report_text(f, audit_evidence_name(x->evidence));
 	fputs("</dd><dt>nodes</dt><dd>pages on ", f);
 	node_name(f, x->node);
 	fputs(", used from ", f);
@@ -290,7 +276,7 @@ static void finding(FILE *f, const struct audit_result *a, const struct audit_fi
 	else
 		fputs("unknown", f);
 	fputs("</dd><dt>fix</dt><dd class=\"fix\">", f);
-	text(f, x->fix);
+	report_text(f, x->fix);
 	fputs("</dd></dl></li>\n", f);
 }
 
@@ -327,8 +313,7 @@ static void data_block(FILE *f, const char *json)
 	fputs("</script>\n", f);
 }
 
-void report_audit_section(FILE *f, const struct audit_result *a, const char *why_none,
-                          const char *json)
+void locality_section(FILE *f, const struct audit_result *a, const char *why_none, const char *json)
 {
 	fputs("<section id=\"audit\">\n<h2>Memory locality audit</h2>\n", f);
 	if (a == NULL) {
@@ -337,7 +322,7 @@ void report_audit_section(FILE *f, const struct audit_result *a, const char *why
 		      f);
 		if (why_none != NULL && why_none[0] != '\0') {
 			fputs(": ", f);
-			text(f, why_none);
+			report_text(f, why_none);
 		}
 		fputs(".</p>\n</section>\n", f);
 		return;
