@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../stats/docs.h"
+#include "docs.h"
 #include "suites.h"
 
 /* ---------------------------------------------------------------------- */

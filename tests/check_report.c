@@ -19,7 +19,7 @@
 #include "common.h"
 #include "html.h"
 #include "report.h"
-#include "../stats/thread_history.h"
+#include "thread_history.h"
 #include "suites.h"
 
 #define FFFD "\xef\xbf\xbd"

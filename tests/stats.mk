@@ -24,8 +24,9 @@ tests_check_scratch_SOURCES += tests/check_segread.c
 tests_check_scratch_CPPFLAGS += -I$(srcdir)/stats/segread
 tests_check_scratch_LDADD += libscratch_segread.la
 
-# Every JSON key and metric name scratchd serves, pinned (stats/docs.c).
+# Every JSON key and metric name scratchd serves, pinned (stats/scratchd/docs.c).
 tests_check_scratch_SOURCES += tests/check_fields.c
+tests_check_scratch_CPPFLAGS += -I$(srcdir)/stats/scratchd
 tests_check_scratch_CFLAGS += $(JANSSON_CFLAGS)
 tests_check_scratch_LDADD += libscratch_daemon.la libscratch_segread.la $(JANSSON_LIBS)
 

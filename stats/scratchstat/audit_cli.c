@@ -515,8 +515,9 @@ static int parse_audit(int argc, char **argv, struct args *a)
 /* ---------------------------------------------------------------------- */
 
 /* The shim for launch mode: --preload, else LD_PRELOAD as set, else the
- * one beside scratchstat (a build tree's preload/.libs, or the library
- * directory it was installed with). NULL: leave the environment alone. */
+ * one beside scratchstat (a build tree's preload/.libs, two folders up
+ * from stats/scratchstat/, or the library directory it was installed
+ * with). NULL: leave the environment alone. */
 static int find_preload(struct args *a, char *buf, size_t len)
 {
 	const char *env = getenv("LD_PRELOAD");
@@ -538,7 +539,7 @@ static int find_preload(struct args *a, char *buf, size_t len)
 		slash = strrchr(self, '/');
 		if (slash != NULL) {
 			*slash = '\0';
-			snprintf(buf, len, "%s/../preload/.libs/libscratch-preload.so", self);
+			snprintf(buf, len, "%s/../../preload/.libs/libscratch-preload.so", self);
 			if (access(buf, R_OK) == 0)
 				goto found;
 		}

@@ -159,8 +159,9 @@ static bool socket_answers(void)
 	return ok;
 }
 
-/* Where scratchd is: $SCRATCHD, next to us, ../sbin from us, the install
- * sbindir, else PATH. */
+/* Where scratchd is: $SCRATCHD, next to us, ../sbin from us,
+ * ../scratchd/scratchd from us (a build tree: stats/scratchstat/ beside
+ * stats/scratchd/), the install sbindir, else PATH. */
 static void find_scratchd(char *buf, size_t len)
 {
 	const char *env = getenv("SCRATCHD");
@@ -183,6 +184,9 @@ static void find_scratchd(char *buf, size_t len)
 			if (access(buf, X_OK) == 0)
 				return;
 			snprintf(buf, len, "%.*s/../sbin/scratchd", PATH_MAX - 32, self);
+			if (access(buf, X_OK) == 0)
+				return;
+			snprintf(buf, len, "%.*s/../scratchd/scratchd", PATH_MAX - 32, self);
 			if (access(buf, X_OK) == 0)
 				return;
 		}
