@@ -24,7 +24,8 @@ tests_check_scratch_SOURCES += tests/check_segread.c
 tests_check_scratch_CPPFLAGS += -I$(srcdir)/stats/segread
 tests_check_scratch_LDADD += libscratch_segread.la
 
-# Every JSON key and metric name scratchd serves, pinned (stats/scratchd/docs.c).
+# Every JSON key and metric name scratchd serves, pinned
+# (stats/scratchd/documents.c).
 tests_check_scratch_SOURCES += tests/check_fields.c
 tests_check_scratch_CPPFLAGS += -I$(srcdir)/stats/scratchd
 tests_check_scratch_CFLAGS += $(JANSSON_CFLAGS)

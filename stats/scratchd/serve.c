@@ -1,8 +1,9 @@
 /*
  * serve.c - scratchd's HTTP side: routes each request to a document of
- * the registry's processes (docs.c renders them, JSON on the Unix socket,
- * the Prometheus text on /metrics, also on --listen 127.0.0.1:PORT, which
- * serves nothing else: no addresses leave the socket). It holds the
+ * the registry's processes (documents.c renders them, JSON on the Unix
+ * socket, the Prometheus text on /metrics, also on --listen
+ * 127.0.0.1:PORT, which serves nothing else: no addresses leave the
+ * socket). It holds the
  * registry's lock while a document is built, never while it is sent.
  *
  *   GET /v1                          protocol and daemon facts
@@ -41,7 +42,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "docs.h"
+#include "documents.h"
 #include "registry.h"
 #include "serve.h"
 
@@ -55,18 +56,18 @@ static unsigned followers; /* open follow streams, under the registry's lock */
 /* The daemon's facts for /v1 and /v1/processes; with list, the entries and
  * the rejected files too (malloc'd arrays that point into the registry,
  * valid under its lock; daemon_facts_free). False without memory. */
-static bool daemon_facts(struct docs_daemon *d, struct registry_counts *counts, bool list)
+static bool daemon_facts(struct documents_daemon *d, struct registry_counts *counts, bool list)
 {
 	const struct registry_proc **v;
 	const struct registry_rejected **r;
 	size_t n = 0;
 
 	registry_counts(counts);
-	*d = (struct docs_daemon){.pid = (int)getpid(),
-	                          .version = PACKAGE_VERSION,
-	                          .run_dir = registry_run_dir(),
-	                          .conf = registry_conf(),
-	                          .counts = counts};
+	*d = (struct documents_daemon){.pid = (int)getpid(),
+	                               .version = PACKAGE_VERSION,
+	                               .run_dir = registry_run_dir(),
+	                               .conf = registry_conf(),
+	                               .counts = counts};
 	if (!list)
 		return true;
 	v = malloc((counts->live + counts->exited + 1) * sizeof(*v));
@@ -87,7 +88,7 @@ static bool daemon_facts(struct docs_daemon *d, struct registry_counts *counts, 
 	return true;
 }
 
-static void daemon_facts_free(struct docs_daemon *d)
+static void daemon_facts_free(struct documents_daemon *d)
 {
 	free((void *)d->procs);
 	free((void *)d->rejected);
@@ -112,7 +113,7 @@ static char *metrics_text(size_t *ret_len)
 		free(v);
 		return NULL;
 	}
-	docs_metrics(f, v, n, &counts);
+	documents_metrics(f, v, n, &counts);
 	free(v);
 	if (fclose(f) != 0) {
 		free(buf);
@@ -181,7 +182,7 @@ static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, jso
 
 static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *msg)
 {
-	return reply_json(c, status, docs_error(msg));
+	return reply_json(c, status, documents_error(msg));
 }
 
 static enum MHD_Result reply_text(struct MHD_Connection *c, char *text, size_t len,
@@ -255,8 +256,8 @@ static bool follow_collect(struct follow *fw)
 
 	if (p == NULL || registry_stopping()) {
 		if (!fw->ended)
-			pend_line(fw,
-			          docs_end(registry_stopping() ? "daemon stopping" : "expired"));
+			pend_line(fw, documents_end(registry_stopping() ? "daemon stopping"
+			                                                : "expired"));
 		fw->ended = true;
 		return fw->pend_len != before;
 	}
@@ -265,20 +266,20 @@ static bool follow_collect(struct follow *fw)
 	uint64_t first = registry_first_seq(p);
 
 	if (fw->next < first) {
-		pend_line(fw, docs_gone(fw->next, first - 1));
+		pend_line(fw, documents_gone(fw->next, first - 1));
 		fw->next = first;
 	}
 	for (uint32_t i = registry_record_from(p, fw->next);
 	     i < p->trace_len && fw->pend_len < 65536; i++) {
-		pend_line(fw, docs_record(p, registry_record(p, i)));
+		pend_line(fw, documents_record(p, registry_record(p, i)));
 		fw->next = registry_record(p, i)->seq + 1;
 	}
 	if (p->lost != fw->lost) {
 		fw->lost = p->lost;
-		pend_line(fw, docs_lost(p->lost));
+		pend_line(fw, documents_lost(p->lost));
 	}
 	if (!p->live && registry_record_from(p, fw->next) == p->trace_len && !fw->ended) {
-		pend_line(fw, docs_end(p->reason));
+		pend_line(fw, documents_end(p->reason));
 		fw->ended = true;
 	}
 	return fw->pend_len != before;
@@ -362,16 +363,16 @@ static enum MHD_Result route_proc(struct MHD_Connection *c, pid_t pid, const cha
 	if (*what == '\0' || strcmp(what, "/threads") == 0)
 		registry_refresh(p);
 	if (*what == '\0')
-		return reply_json(c, MHD_HTTP_OK, docs_process(p));
+		return reply_json(c, MHD_HTTP_OK, documents_process(p));
 	if (strcmp(what, "/threads") == 0)
-		return reply_json(c, MHD_HTTP_OK, docs_threads(p));
+		return reply_json(c, MHD_HTTP_OK, documents_threads(p));
 	if (strcmp(what, "/owners") == 0)
-		return reply_json(c, MHD_HTTP_OK, docs_owners(p));
+		return reply_json(c, MHD_HTTP_OK, documents_owners(p));
 	if (strcmp(what, "/history") == 0)
-		return reply_json(c, MHD_HTTP_OK, docs_history(p, registry_conf()));
+		return reply_json(c, MHD_HTTP_OK, documents_history(p, registry_conf()));
 	if (strcmp(what, "/sizes") == 0) {
 		registry_refresh(p);
-		return reply_json(c, MHD_HTTP_OK, docs_sizes(p));
+		return reply_json(c, MHD_HTTP_OK, documents_sizes(p));
 	}
 	if (strcmp(what, "/maps") == 0) {
 		char *m = strdup(p->maps != NULL ? p->maps : "");
@@ -386,7 +387,7 @@ static enum MHD_Result route_proc(struct MHD_Connection *c, pid_t pid, const cha
 			since = 1;
 		if (arg_bool(c, "follow"))
 			return reply_follow(c, p, since);
-		return reply_json(c, MHD_HTTP_OK, docs_trace(p, since, limit));
+		return reply_json(c, MHD_HTTP_OK, documents_trace(p, since, limit));
 	}
 	return reply_error(c, MHD_HTTP_NOT_FOUND, "no such resource");
 }
@@ -395,12 +396,12 @@ static enum MHD_Result route_proc(struct MHD_Connection *c, pid_t pid, const cha
 static enum MHD_Result reply_daemon(struct MHD_Connection *c, bool list)
 {
 	struct registry_counts counts;
-	struct docs_daemon d;
+	struct documents_daemon d;
 	json_t *j;
 
 	if (!daemon_facts(&d, &counts, list))
 		return reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory");
-	j = list ? docs_processes(&d) : docs_info(&d);
+	j = list ? documents_processes(&d) : documents_info(&d);
 	daemon_facts_free(&d);
 	return reply_json(c, MHD_HTTP_OK, j);
 }

@@ -1,6 +1,6 @@
 /*
- * docs.c - the field tables of every document scratchd serves, and the
- * documents built from them (docs.h).
+ * documents.c - the field tables of every document scratchd serves, and the
+ * documents built from them (documents.h).
  *
  * Tables, one per kind of object:
  *   counters   a process's totals, a thread's counters, a history sample
@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "common.h"
-#include "docs.h"
+#include "documents.h"
 #include "fields.h"
 
 #define AT(type, member) offsetof(type, member)
@@ -42,7 +42,7 @@ static json_t *rate(uint64_t requests, uint64_t misses)
 }
 
 /* The owner kind's name: "arena", "workspace", "workers", "unknown". */
-static const char *docs_owner_kind(uint32_t kind)
+static const char *documents_owner_kind(uint32_t kind)
 {
 	switch (kind) {
 	case SCRATCH__OWNER_ARENA:
@@ -189,7 +189,7 @@ static json_t *thread_json(const struct registry_proc *p, uint32_t i)
 
 static json_t *owner_kind(const void *o)
 {
-	return json_string(docs_owner_kind(((const struct segread_owner *)o)->kind));
+	return json_string(documents_owner_kind(((const struct segread_owner *)o)->kind));
 }
 
 static json_t *owner_state(const void *o)
@@ -341,7 +341,7 @@ static const struct field record_fields[] = {
         FIELD_FN_JSON("frames", 1, record_frames),
 };
 
-json_t *docs_record(const struct registry_proc *p, const struct segread_record *r)
+json_t *documents_record(const struct registry_proc *p, const struct segread_record *r)
 {
 	struct record_view v = {.r = *r};
 	json_t *o = json_object();
@@ -580,24 +580,24 @@ static json_t *proc_doc(const struct registry_proc *p, unsigned scope)
 	return o;
 }
 
-json_t *docs_process(const struct registry_proc *p)
+json_t *documents_process(const struct registry_proc *p)
 {
 	return proc_doc(p, P_DETAIL);
 }
 
-json_t *docs_threads(const struct registry_proc *p)
+json_t *documents_threads(const struct registry_proc *p)
 {
 	return proc_doc(p, P_THREADS);
 }
 
-json_t *docs_owners(const struct registry_proc *p)
+json_t *documents_owners(const struct registry_proc *p)
 {
 	return proc_doc(p, P_OWNERS);
 }
 
 /* The size view: every class in use and their sums, with what the table's
  * footer needs (min_size, the calls that passed through). */
-json_t *docs_sizes(const struct registry_proc *p)
+json_t *documents_sizes(const struct registry_proc *p)
 {
 	return proc_doc(p, P_SIZES);
 }
@@ -626,7 +626,7 @@ static const struct field trace_fields[] = {
         FIELD_FN_JSON("records", 1, trace_records),
 };
 
-json_t *docs_trace(const struct registry_proc *p, uint64_t since, uint64_t limit)
+json_t *documents_trace(const struct registry_proc *p, uint64_t since, uint64_t limit)
 {
 	struct trace_doc d = {.next = since, .head = p->head, .lost = p->lost};
 	json_t *o = proc_doc(p, P_TRACE);
@@ -634,7 +634,7 @@ json_t *docs_trace(const struct registry_proc *p, uint64_t since, uint64_t limit
 
 	d.records = json_array();
 	for (; i < p->trace_len && limit > 0; i++, limit--) {
-		json_array_append_new(d.records, docs_record(p, registry_record(p, i)));
+		json_array_append_new(d.records, documents_record(p, registry_record(p, i)));
 		d.next = registry_record(p, i)->seq + 1;
 	}
 	if (i == p->trace_len && d.next < p->next_seq)
@@ -686,22 +686,22 @@ static json_t *line_doc(const struct stream_line *l, unsigned scope)
 	return o;
 }
 
-json_t *docs_gone(uint64_t from, uint64_t to)
+json_t *documents_gone(uint64_t from, uint64_t to)
 {
 	return line_doc(&(struct stream_line){.from = from, .to = to}, S_GONE);
 }
 
-json_t *docs_lost(uint64_t lost)
+json_t *documents_lost(uint64_t lost)
 {
 	return line_doc(&(struct stream_line){.lost = lost}, S_LOST);
 }
 
-json_t *docs_end(const char *reason)
+json_t *documents_end(const char *reason)
 {
 	return line_doc(&(struct stream_line){.reason = reason}, S_END);
 }
 
-json_t *docs_error(const char *msg)
+json_t *documents_error(const char *msg)
 {
 	json_t *o = json_object();
 
@@ -746,7 +746,7 @@ static const struct field registry_fields[] = {
 };
 
 /* ---------------------------------------------------------------------- */
-/* The daemon: struct docs_daemon                                          */
+/* The daemon: struct documents_daemon                                          */
 /* ---------------------------------------------------------------------- */
 
 enum {
@@ -755,7 +755,7 @@ enum {
 	D_HISTORY = 1u << 2, /* the tail of /v1/processes/PID/history */
 };
 
-#define DAEMON_P(o) ((const struct docs_daemon *)(o))
+#define DAEMON_P(o) ((const struct documents_daemon *)(o))
 
 static json_t *daemon_protocol(const void *o)
 {
@@ -793,7 +793,7 @@ static json_t *daemon_registry(const void *o)
 
 static json_t *daemon_processes(const void *o)
 {
-	const struct docs_daemon *d = o;
+	const struct documents_daemon *d = o;
 	json_t *a = json_array();
 
 	for (size_t i = 0; i < d->nprocs; i++)
@@ -808,7 +808,7 @@ static const struct field rejected_fields[] = {
 
 static json_t *daemon_rejected(const void *o)
 {
-	const struct docs_daemon *d = o;
+	const struct documents_daemon *d = o;
 	json_t *a = json_array();
 
 	for (size_t i = 0; i < d->nrejected; i++) {
@@ -825,7 +825,7 @@ static json_t *daemon_rejected(const void *o)
 static const struct field daemon_fields[] = {
         DMN("protocol", D_INFO | D_LIST, daemon_protocol),
         DMN("version", D_INFO, daemon_version),
-        FIELD_AT("pid", D_INFO, FIELD_I32, struct docs_daemon, pid),
+        FIELD_AT("pid", D_INFO, FIELD_I32, struct documents_daemon, pid),
         DMN("run_dir", D_INFO | D_LIST, daemon_run_dir),
         DMN("interval_ms", D_INFO | D_HISTORY, daemon_interval),
         DMN("retention_s", D_INFO, daemon_retention),
@@ -834,7 +834,7 @@ static const struct field daemon_fields[] = {
         DMN("registry", D_INFO | D_LIST, daemon_registry),
 };
 
-static json_t *daemon_doc(const struct docs_daemon *d, unsigned scope)
+static json_t *daemon_doc(const struct documents_daemon *d, unsigned scope)
 {
 	json_t *o = json_object();
 
@@ -842,20 +842,20 @@ static json_t *daemon_doc(const struct docs_daemon *d, unsigned scope)
 	return o;
 }
 
-json_t *docs_info(const struct docs_daemon *d)
+json_t *documents_info(const struct documents_daemon *d)
 {
 	return daemon_doc(d, D_INFO);
 }
 
-json_t *docs_processes(const struct docs_daemon *d)
+json_t *documents_processes(const struct documents_daemon *d)
 {
 	return daemon_doc(d, D_LIST);
 }
 
 /* /history: the process's samples and the interval they were taken at. */
-json_t *docs_history(const struct registry_proc *p, const struct registry_conf *conf)
+json_t *documents_history(const struct registry_proc *p, const struct registry_conf *conf)
 {
-	struct docs_daemon d = {.conf = conf};
+	struct documents_daemon d = {.conf = conf};
 	json_t *o = proc_doc(p, P_HISTORY);
 
 	fields_json(o, FIELDS(daemon_fields), D_HISTORY, &d);
@@ -973,8 +973,8 @@ static bool each_registry(void *ctx, size_t i, const void **ret_obj, char *label
 	return true;
 }
 
-void docs_metrics(FILE *f, const struct registry_proc *const *images, size_t n,
-                  const struct registry_counts *counts)
+void documents_metrics(FILE *f, const struct registry_proc *const *images, size_t n,
+                       const struct registry_counts *counts)
 {
 	struct prom_ctx c = {.v = images, .n = n, .counts = counts};
 
