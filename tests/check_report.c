@@ -19,7 +19,7 @@
 #include "common.h"
 #include "html.h"
 #include "report.h"
-#include "thread_history.h"
+#include "thread_points.h"
 #include "suites.h"
 
 #define FFFD "\xef\xbf\xbd"
@@ -354,7 +354,7 @@ START_TEST(audit_none)
 END_TEST
 
 /* ---------------------------------------------------------------------- */
-/* scratchd's thread points (stats/thread_history.c)                       */
+/* scratchd's thread points (stats/scratchd/thread_points.c)              */
 /* ---------------------------------------------------------------------- */
 
 /* 20 live threads retaining 1..20 MiB in a shuffled order, two of them

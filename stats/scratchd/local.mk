@@ -1,6 +1,6 @@
 # stats/scratchd/: the stats daemon. Its process table (registry) and the
 # documents it serves, from one field table (documents, fields), with each
-# history sample's thread points (thread_history), are a library, so that
+# history sample's thread points (thread_points), are a library, so that
 # tests/check_fields.c renders the same documents; main and the HTTP side
 # (serve) make the program. The systemd user units are here too.
 STATS_SCRATCHD_CPPFLAGS = $(STATS_SEGREAD_CPPFLAGS) -I$(srcdir)/stats/scratchd
@@ -9,7 +9,7 @@ noinst_LTLIBRARIES += libscratch_daemon.la
 libscratch_daemon_la_SOURCES = stats/scratchd/registry.c stats/scratchd/registry.h \
 	stats/scratchd/documents.c stats/scratchd/documents.h \
 	stats/scratchd/fields.c stats/scratchd/fields.h \
-	stats/scratchd/thread_history.c stats/scratchd/thread_history.h
+	stats/scratchd/thread_points.c stats/scratchd/thread_points.h
 libscratch_daemon_la_CPPFLAGS = $(STATS_SCRATCHD_CPPFLAGS)
 libscratch_daemon_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 

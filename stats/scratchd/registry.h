@@ -30,7 +30,7 @@
 #include <time.h>
 
 #include "segread.h"
-#include "thread_history.h"
+#include "thread_points.h"
 
 /* What scratchd's options set (scratchd(8)); REGISTRY_CONF_DEFAULT gives
  * the documented defaults. */

@@ -1,13 +1,13 @@
 /*
- * thread_history.h - the per-thread part of a history sample: the retained
+ * thread_points.h - the per-thread part of a history sample: the retained
  * and leased bytes of at most THREAD_POINTS live threads (those retaining
  * the most, most first), and the rest summed, so a sample has one size
  * whatever the thread count and the history stays within scratchd's
  * memory budget. A sample embeds one struct thread_points; the history's
  * JSON renders it as "thread_points" and "other_threads".
  */
-#ifndef SCRATCH_STATS_THREAD_HISTORY_H
-#define SCRATCH_STATS_THREAD_HISTORY_H
+#ifndef SCRATCH_STATS_THREAD_POINTS_H
+#define SCRATCH_STATS_THREAD_POINTS_H
 
 #include <jansson.h>
 #include <stdint.h>
@@ -35,4 +35,4 @@ void thread_points_fill(struct thread_points *tp, const struct segread_thread *t
  * leased}] and "other_threads" {threads, retained, leased}. */
 void thread_points_json(const struct thread_points *tp, json_t *o);
 
-#endif /* SCRATCH_STATS_THREAD_HISTORY_H */
+#endif /* SCRATCH_STATS_THREAD_POINTS_H */

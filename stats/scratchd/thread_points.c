@@ -1,13 +1,13 @@
 /*
- * thread_history.c - the per-thread part of scratchd's history samples
- * (thread_history.h): the THREAD_POINTS live threads retaining the most,
+ * thread_points.c - the per-thread part of scratchd's history samples
+ * (thread_points.h): the THREAD_POINTS live threads retaining the most,
  * kept sorted as they are read, and the rest summed.
  */
 #include "config.h"
 
 #include <stdlib.h>
 
-#include "thread_history.h"
+#include "thread_points.h"
 
 /* Whether a ranks before b: more retained first, then the lower tid (so
  * the choice among equals is stable from one sample to the next). */
