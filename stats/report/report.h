@@ -37,7 +37,7 @@ struct report_input {
 	const json_t *sizes;              /* GET /v1/processes/PID/sizes */
 	const struct audit_result *audit; /* NULL: no audit was collected */
 	const char *audit_none;           /* then why, for the page ("" or NULL: unsaid) */
-	const char *audit_json;           /* the audit as JSON text (audit_cli.h), embedded
+	const char *audit_json;           /* the audit as JSON text (cmd_audit_json()), embedded
 	                                   * for scripts as a data block; NULL: none */
 	uint64_t made_ns;                 /* when the report was made, CLOCK_REALTIME */
 };

@@ -1,6 +1,7 @@
 /*
- * scratchstat.c - the everyday view of scratchd's data, in the habits of
- * vmstat and pidstat: main, the command line and the dispatch to a view.
+ * main.c - scratchstat, the everyday view of scratchd's data, in the
+ * habits of vmstat and pidstat: main, the command line and the dispatch
+ * to a command.
  *
  *   scratchstat                         processes
  *   scratchstat PID                     PID's per-thread table
@@ -8,11 +9,12 @@
  *   scratchstat trace PID [--follow] [--since SEQ] [--frames]
  *   scratchstat owners PID | history PID
  *   scratchstat sizes PID               per size class: requests, hits, misses
- *   scratchstat report PID [-o FILE]    the HTML report (report_cli.c)
+ *   scratchstat report PID [-o FILE]    the HTML report (cmd_report.c)
+ *   scratchstat audit ...               the locality audit (cmd_audit.c)
  *
  * The views are views.c, the HTTP client and the daemon's start client.c.
  * A new command is one line of commands[] below (its options, if any, go
- * in parse_opts and struct view_req).
+ * in parse_opts and struct view_req, or it parses its own).
  */
 #include "config.h"
 
@@ -25,25 +27,34 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "audit_cli.h"
+#include "args.h"
 #include "client.h"
+#include "cmd_audit.h"
+#include "cmd_report.h"
 #include "common.h"
-#include "report_cli.h"
 #include "views.h"
 
-/* The named commands: NAME PID [more arguments], in the order usage and
- * the messages list them. */
+/*
+ * The named commands, in the order usage and the messages list them. Most
+ * take NAME PID [more arguments] and scratchstat's own options (run). A
+ * command with a main of its own parses every argument after its name
+ * itself: main finds its name past the global options, before getopt
+ * sees them, and the PID-or-command check of the others leaves it out.
+ */
 static const struct command {
 	const char *name;
 	const char *usage; /* what follows the name */
 	unsigned more;     /* arguments allowed after the PID (in view_req.args) */
 	int (*run)(const struct view_req *r);
+	int (*main)(int argc, char **argv, const struct args_global *g);
+	void (*print_usage)(FILE *f, bool first); /* for a main: its usage lines */
 } commands[] = {
-        {"trace", "PID [--follow] [--since SEQ] [--limit N] [--frames]", 0, view_trace},
-        {"owners", "PID", 0, view_owners},
-        {"history", "PID", 0, view_history},
-        {"sizes", "PID", 0, view_sizes},
-        {"report", "PID [-o FILE] [--for SECONDS | --no-audit]", 0, view_report},
+        {"trace", "PID [--follow] [--since SEQ] [--limit N] [--frames]", 0, view_trace, NULL, NULL},
+        {"owners", "PID", 0, view_owners, NULL, NULL},
+        {"history", "PID", 0, view_history, NULL, NULL},
+        {"sizes", "PID", 0, view_sizes, NULL, NULL},
+        {"report", "PID [-o FILE] [--for SECONDS | --no-audit]", 0, cmd_report, NULL, NULL},
+        {"audit", NULL, 0, NULL, cmd_audit, cmd_audit_usage}, /* reads the segment */
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -62,9 +73,11 @@ static void usage(FILE *f)
 	      "       scratchstat [options] PID [INTERVAL [COUNT]]\n",
 	      f);
 	for (size_t i = 0; i < NCOMMANDS; i++)
-		fprintf(f, "       scratchstat [options] %s %s\n", commands[i].name,
-		        commands[i].usage);
-	audit_usage(f, false); /* the audit has options of its own (audit_dispatch) */
+		if (commands[i].main != NULL)
+			commands[i].print_usage(f, false); /* options of its own */
+		else
+			fprintf(f, "       scratchstat [options] %s %s\n", commands[i].name,
+			        commands[i].usage);
 }
 
 /* report --for: whole seconds, 1 to a day. */
@@ -167,14 +180,17 @@ static int parse_opts(int argc, char **argv)
 	return EX_OK;
 }
 
-/* "trace, owners, history, sizes": the commands, for a message. */
+/* "trace, owners, history, sizes, report": the commands that take a PID,
+ * for a message. */
 static const char *command_list(char *buf, size_t len)
 {
 	size_t o = 0;
 
 	buf[0] = '\0';
 	for (size_t i = 0; i < NCOMMANDS && o < len; i++)
-		o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? ", " : "", commands[i].name);
+		if (commands[i].run != NULL)
+			o += (size_t)snprintf(buf + o, len - o, "%s%s", o ? ", " : "",
+			                      commands[i].name);
 	return buf;
 }
 
@@ -236,7 +252,7 @@ static int parse_request(int nargs, char **args, struct view_req *req,
 	if (nargs == 0)
 		return EX_OK;
 	for (size_t i = 0; i < NCOMMANDS; i++)
-		if (strcmp(args[0], commands[i].name) == 0) {
+		if (commands[i].run != NULL && strcmp(args[0], commands[i].name) == 0) {
 			*ret_run = commands[i].run;
 			return parse_command(&commands[i], nargs, args, req);
 		}
@@ -254,11 +270,11 @@ static int parse_request(int nargs, char **args, struct view_req *req,
  * --frames to the other commands. */
 static int report_args(const struct view_req *req, int (*run)(const struct view_req *))
 {
-	if (run != view_report && (req->output != NULL || req->audit_for != 0 || req->no_audit)) {
+	if (run != cmd_report && (req->output != NULL || req->audit_for != 0 || req->no_audit)) {
 		client_say("-o, --for and --no-audit are for report only");
 		return EX_USAGE;
 	}
-	if (run == view_report && (req->json || req->follow || req->frames)) {
+	if (run == cmd_report && (req->json || req->follow || req->frames)) {
 		client_say("report writes HTML: --json, --follow and --frames do not apply");
 		return EX_USAGE;
 	}
@@ -286,18 +302,35 @@ static bool is_run_dir_socket(const char *path)
 	       realpath(opt.run_dir, real_run) != NULL && strcmp(real_dir, real_run) == 0;
 }
 
+/* The command with a main of its own that the first word past the global
+ * options names, and that word's index in *ret_at; NULL for any other
+ * command line, which getopt then reads. */
+static const struct command *own_main(int argc, char **argv, struct args_global *g, int *ret_at)
+{
+	int at = args_command(argc, argv, g);
+
+	for (size_t i = 0; at > 0 && i < NCOMMANDS; i++)
+		if (commands[i].main != NULL && strcmp(argv[at], commands[i].name) == 0) {
+			*ret_at = at;
+			return &commands[i];
+		}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
+	const struct command *c;
+	struct args_global g = {0};
 	char err[PATH_MAX + 128];
 	int (*run)(const struct view_req *);
 	struct client_conf cc;
 	struct sockaddr_un sa;
 	bool bad;
-	int rc;
+	int rc, at;
 
-	rc = audit_dispatch(argc, argv); /* the audit reads the segment, not scratchd */
-	if (rc >= 0)
-		return rc;
+	c = own_main(argc, argv, &g, &at);
+	if (c != NULL)
+		return c->main(argc - at, argv + at, &g);
 	rc = parse_opts(argc, argv);
 	if (rc == EX_OK)
 		rc = parse_request(argc - optind, argv + optind, &opt.req, &run);

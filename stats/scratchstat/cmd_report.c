@@ -1,5 +1,5 @@
 /*
- * report_cli.c - `scratchstat report` (report_cli.h): fetch the process,
+ * cmd_report.c - `scratchstat report` (cmd_report.h): fetch the process,
  * its history, sizes and growth trace from scratchd, symbolize the trace,
  * render the page (report.c) and put it in place atomically.
  */
@@ -16,11 +16,11 @@
 #include <unistd.h>
 
 #include "audit.h"
-#include "audit_cli.h"
 #include "client.h"
+#include "cmd_audit.h"
+#include "cmd_report.h"
 #include "common.h"
 #include "report.h"
-#include "report_cli.h"
 
 struct report_data {
 	json_t *proc, *history, *trace, *sizes;
@@ -84,7 +84,8 @@ static int audit_window(pid_t pid, const struct view_req *o, struct audit_result
 	rc = audit_attach(pid, &ao, &a, err, errlen);
 	if (rc == 0) {
 		end = stats_mono_ns() +
-		      (uint64_t)(o->audit_for ? o->audit_for : REPORT_AUDIT_SECONDS) * 1000000000u;
+		      (uint64_t)(o->audit_for ? o->audit_for : CMD_REPORT_AUDIT_SECONDS) *
+		              1000000000u;
 		while (!stop_audit && stats_mono_ns() < end && audit_poll(a, 100) == 0)
 			;
 		rc = audit_result(a, ret, err, errlen);
@@ -120,7 +121,7 @@ static void audit(pid_t pid, const struct view_req *o, struct report_data *d)
 		return;
 	}
 	d->audited = true;
-	j = audit_json(&d->audit);
+	j = cmd_audit_json(&d->audit);
 	/* the page is the audit's rendering; the data block is a bonus */
 	d->audit_json = j != NULL ? json_dumps(j, JSON_COMPACT | JSON_ESCAPE_SLASH) : NULL;
 	json_decref(j);
@@ -257,7 +258,7 @@ static int write_stdout(const struct report_input *in)
 	return EX_OK;
 }
 
-int view_report(const struct view_req *o)
+int cmd_report(const struct view_req *o)
 {
 	struct report_data d = {0};
 	struct report_input in;
@@ -279,7 +280,7 @@ int view_report(const struct view_req *o)
 	        .made_ns = stats_realtime_ns(),
 	};
 	if (out == NULL) {
-		snprintf(name, sizeof(name), REPORT_DEFAULT_NAME, (int)pid);
+		snprintf(name, sizeof(name), CMD_REPORT_DEFAULT_NAME, (int)pid);
 		out = name;
 	}
 	if (strcmp(out, "-") == 0) {

@@ -1,5 +1,5 @@
 /*
- * audit_cli.c - `scratchstat audit`, the memory-locality audit of one
+ * cmd_audit.c - `scratchstat audit`, the memory-locality audit of one
  * process (scratchstat(1) AUDIT):
  *
  *   scratchstat audit [--json] [--preload PATH] -- COMMAND [ARGS...]
@@ -8,7 +8,7 @@
  * Launch mode runs COMMAND under the shim with page-fault sampling armed
  * before its exec, prints the audit when it exits and exits with its
  * status. Attach mode samples a running process for SECONDS. The result
- * (audit.h) becomes one JSON document (audit_json); --json prints it, the
+ * (audit.h) becomes one JSON document (cmd_audit_json); --json prints it, the
  * table is rendered from it, so the two never disagree. Everything the
  * session cannot do (sampling refused, no block table) is said in the
  * output's tiers, not as an error.
@@ -27,7 +27,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "audit_cli.h"
+#include "args.h"
+#include "cmd_audit.h"
 #include "common.h"
 #include "placement.h"
 #include "segread.h"
@@ -45,7 +46,7 @@ enum {
 
 #define MAX_SECONDS 86400
 
-struct args {
+struct request {
 	bool json;
 	const char *run_dir;
 	const char *preload;
@@ -218,7 +219,7 @@ static json_t *jexit(const struct audit_result *r)
 	return json_pack("{s:i,s:n}", "code", WEXITSTATUS(r->exit_status), "signal");
 }
 
-json_t *audit_json(const struct audit_result *r)
+json_t *cmd_audit_json(const struct audit_result *r)
 {
 	json_t *o = json_object(), *a;
 
@@ -404,24 +405,12 @@ static void print_audit(const json_t *v)
 /* Arguments                                                               */
 /* ---------------------------------------------------------------------- */
 
-void audit_usage(FILE *f, bool first)
+void cmd_audit_usage(FILE *f, bool first)
 {
 	fprintf(f,
 	        "%sscratchstat audit [--json] [--preload PATH] -- COMMAND [ARGS...]\n"
 	        "       scratchstat audit [--json] [--for SECONDS] PID\n",
 	        first ? "usage: " : "       ");
-}
-
-/* The value of option name at argv[*i] ("--name V" or "--name=V"). */
-static const char *value(int argc, char **argv, int *i, const char *name)
-{
-	size_t n = strlen(name);
-
-	if (strncmp(argv[*i], name, n) == 0 && argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	if (strcmp(argv[*i], name) == 0 && *i + 1 < argc)
-		return argv[++*i];
-	return NULL;
 }
 
 static int parse_seconds(const char *s, unsigned *ret)
@@ -441,31 +430,31 @@ static int parse_seconds(const char *s, unsigned *ret)
 }
 
 /* One option of the audit (argv[*i]); AX_USAGE for one it does not know. */
-static int parse_opt(int argc, char **argv, int *i, struct args *a)
+static int parse_opt(int argc, char **argv, int *i, struct request *a)
 {
 	const char *v;
 
 	if (strcmp(argv[*i], "--json") == 0 || strcmp(argv[*i], "-j") == 0) {
 		a->json = true;
 	} else if (strncmp(argv[*i], "--preload", 9) == 0 &&
-	           (v = value(argc, argv, i, "--preload")) != NULL) {
+	           (v = args_value(argc, argv, i, "--preload")) != NULL) {
 		a->preload = v;
 	} else if (strncmp(argv[*i], "--for", 5) == 0 &&
-	           (v = value(argc, argv, i, "--for")) != NULL) {
+	           (v = args_value(argc, argv, i, "--for")) != NULL) {
 		return parse_seconds(v, &a->seconds);
 	} else if (strcmp(argv[*i], "--help") == 0 || strcmp(argv[*i], "-h") == 0) {
-		audit_usage(stdout, true);
+		cmd_audit_usage(stdout, true);
 		exit(AX_OK);
 	} else {
 		say("unknown option for audit: '%s'", argv[*i]);
-		audit_usage(stderr, true);
+		cmd_audit_usage(stderr, true);
 		return AX_USAGE;
 	}
 	return AX_OK;
 }
 
 /* argv[0] is "audit". */
-static int parse_audit(int argc, char **argv, struct args *a)
+static int parse_audit(int argc, char **argv, struct request *a)
 {
 	int i, rc;
 
@@ -495,7 +484,7 @@ static int parse_audit(int argc, char **argv, struct args *a)
 	}
 	if (a->argv == NULL && a->pid == 0) {
 		say("audit needs a PID or -- COMMAND");
-		audit_usage(stderr, true);
+		cmd_audit_usage(stderr, true);
 		return AX_USAGE;
 	}
 	if (a->argv != NULL && a->seconds != 0) {
@@ -518,7 +507,7 @@ static int parse_audit(int argc, char **argv, struct args *a)
  * one beside scratchstat (a build tree's preload/.libs, two folders up
  * from stats/scratchstat/, or the library directory it was installed
  * with). NULL: leave the environment alone. */
-static int find_preload(struct args *a, char *buf, size_t len)
+static int find_preload(struct request *a, char *buf, size_t len)
 {
 	const char *env = getenv("LD_PRELOAD");
 	char self[PATH_MAX - 64], *slash;
@@ -575,9 +564,9 @@ static void catch_signals(void)
 	sigaction(SIGHUP, &sa, NULL);
 }
 
-static int print_result(const struct args *a, const struct audit_result *r)
+static int print_result(const struct request *a, const struct audit_result *r)
 {
-	json_t *v = audit_json(r);
+	json_t *v = cmd_audit_json(r);
 	bool bad;
 
 	if (v == NULL) {
@@ -604,7 +593,7 @@ static int print_result(const struct args *a, const struct audit_result *r)
 	return AX_OK;
 }
 
-static int launch(struct args *a)
+static int launch(struct request *a)
 {
 	struct audit_opts o = {.run_dir = a->run_dir};
 	struct audit_result r;
@@ -640,7 +629,7 @@ static int launch(struct args *a)
 	return rc;
 }
 
-static int attach(struct args *a)
+static int attach(struct request *a)
 {
 	struct audit_opts o = {.run_dir = a->run_dir, .seconds = a->seconds};
 	struct audit_result r;
@@ -676,38 +665,12 @@ static int attach(struct args *a)
 	return rc;
 }
 
-/* The index of "audit" past scratchstat's global options, or 0. */
-static int audit_word(int argc, char **argv, struct args *a)
+int cmd_audit(int argc, char **argv, const struct args_global *g)
 {
-	for (int i = 1; i < argc; i++) {
-		const char *v;
+	struct request a = {.json = g->json, .run_dir = g->run_dir};
+	int rc;
 
-		if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "-j") == 0) {
-			a->json = true;
-		} else if (strcmp(argv[i], "--no-start") == 0 || strcmp(argv[i], "-n") == 0) {
-			continue;
-		} else if ((v = value(argc, argv, &i, "--run-dir")) != NULL ||
-		           (strcmp(argv[i], "-d") == 0 &&
-		            (v = value(argc, argv, &i, "-d")) != NULL)) {
-			a->run_dir = v;
-		} else if (value(argc, argv, &i, "--socket") != NULL ||
-		           (strcmp(argv[i], "-s") == 0 && value(argc, argv, &i, "-s") != NULL)) {
-			continue;
-		} else {
-			return strcmp(argv[i], "audit") == 0 ? i : 0;
-		}
-	}
-	return 0;
-}
-
-int audit_dispatch(int argc, char **argv)
-{
-	struct args a = {0};
-	int at = audit_word(argc, argv, &a), rc;
-
-	if (at == 0)
-		return -1;
-	rc = parse_audit(argc - at, argv + at, &a);
+	rc = parse_audit(argc, argv, &a);
 	if (rc != AX_OK)
 		return rc;
 	return a.argv != NULL ? launch(&a) : attach(&a);
