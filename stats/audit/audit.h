@@ -1,7 +1,8 @@
 /*
  * audit.h - the memory-locality audit: its result model, and the session
  * that collects it (issue 14). `scratchstat audit` prints it as a table or
- * JSON; `scratchstat report` draws it.
+ * JSON; `scratchstat report` draws it. The session is audit_session.c, the
+ * join audit_join.c and the findings audit_findings.c.
  *
  * For every pool block of one process the audit joins four tiers:
  *   placement    the node of each present page, move_pages(2) nodes=NULL
