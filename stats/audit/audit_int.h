@@ -106,12 +106,12 @@ struct block_tally {
 	int differs_from, differs_to;
 };
 
-struct symbolizer;
+struct symbols;
 
 struct join {
 	struct audit *a;
 	struct audit_result *r;
-	struct symbolizer *sym;
+	struct symbols *sym;
 	size_t capfindings, capsites;
 };
 

@@ -166,7 +166,7 @@ static int block_join(struct join *j, const struct ablock *k, struct audit_block
 
 /* ---- call sites ---- */
 
-static bool internal_frame(const struct sym_info *si)
+static bool internal_frame(const struct symbols_info *si)
 {
 	const char *base = strrchr(si->module, '/');
 
@@ -203,8 +203,8 @@ static void site_make(struct join *j, const struct agrowth *g, struct audit_site
 	memset(site, 0, sizeof(*site));
 	for (uint32_t i = 0; i < g->nframes && i < AUDIT_MAX_FRAMES; i++) {
 		struct audit_frame *f = &site->frames[site->nframes];
-		struct sym_info si;
-		bool ok = j->sym != NULL && sym_lookup(j->sym, g->frames[i], &si);
+		struct symbols_info si;
+		bool ok = j->sym != NULL && symbols_lookup(j->sym, g->frames[i], &si);
 
 		if (ok && internal_frame(&si))
 			continue;
@@ -414,13 +414,13 @@ int audit_result(audit_t *a, struct audit_result *ret, char *err, size_t errlen)
 	}
 	for (size_t i = 0; i < a->nthreads; i++)
 		node_from_faults(&a->threads[i].t);
-	j.sym = a->maps != NULL ? sym_new(a->maps) : NULL;
+	j.sym = a->maps != NULL ? symbols_new(a->maps) : NULL;
 	rc = matrices_new(&r);
 	if (rc == 0)
 		rc = join_blocks(&j);
 	if (rc == 0 && a->faults != NULL)
 		audit__moved_findings(&j);
-	sym_free(j.sym);
+	symbols_free(j.sym);
 	if (rc == 0)
 		rc = threads_out(a, &r);
 	if (rc != 0) {

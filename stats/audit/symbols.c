@@ -26,10 +26,10 @@
 struct sym_cached {
 	uint64_t ret_addr; /* 0: empty */
 	bool ok;
-	struct sym_info info;
+	struct symbols_info info;
 };
 
-struct symbolizer {
+struct symbols {
 	Dwfl *dwfl;
 	/* Files whose path names another file now than the one mapped (a
 	 * binary replaced at the same path): their symbols would be wrong. */
@@ -43,7 +43,7 @@ static const Dwfl_Callbacks callbacks = {
         .find_debuginfo = dwfl_standard_find_debuginfo,
 };
 
-static bool is_replaced(const struct symbolizer *s, const char *path)
+static bool is_replaced(const struct symbols *s, const char *path)
 {
 	for (size_t i = 0; i < s->nreplaced; i++)
 		if (strcmp(s->replaced[i], path) == 0)
@@ -56,7 +56,7 @@ static bool is_replaced(const struct symbolizer *s, const char *path)
  * name another file by now. Overlayfs shows the underlying file's device
  * in the maps but its own in stat(): there only the inode is compared.
  */
-static void find_replaced(struct symbolizer *s, const char *maps)
+static void find_replaced(struct symbols *s, const char *maps)
 {
 	for (const char *l = maps; *l != '\0';) {
 		const char *nl = strchr(l, '\n');
@@ -94,9 +94,9 @@ static void find_replaced(struct symbolizer *s, const char *maps)
 	}
 }
 
-struct symbolizer *sym_new(const char *maps)
+struct symbols *symbols_new(const char *maps)
 {
-	struct symbolizer *s = calloc(1, sizeof(*s));
+	struct symbols *s = calloc(1, sizeof(*s));
 	FILE *f;
 
 	if (s == NULL)
@@ -122,7 +122,7 @@ struct symbolizer *sym_new(const char *maps)
 	return s;
 }
 
-void sym_free(struct symbolizer *s)
+void symbols_free(struct symbols *s)
 {
 	if (s == NULL)
 		return;
@@ -192,9 +192,9 @@ static const char *src_by_units(Dwfl_Module *m, Dwarf_Addr addr, int *ret_line)
 	return NULL;
 }
 
-static bool lookup(struct symbolizer *s, uint64_t ret_addr, struct sym_info *ret);
+static bool lookup(struct symbols *s, uint64_t ret_addr, struct symbols_info *ret);
 
-bool sym_lookup(struct symbolizer *s, uint64_t ret_addr, struct sym_info *ret)
+bool symbols_lookup(struct symbols *s, uint64_t ret_addr, struct symbols_info *ret)
 {
 	/* the maps, and so every answer, are fixed for s's life */
 	struct sym_cached *c =
@@ -212,7 +212,7 @@ bool sym_lookup(struct symbolizer *s, uint64_t ret_addr, struct sym_info *ret)
 	return c->ok;
 }
 
-static bool lookup(struct symbolizer *s, uint64_t ret_addr, struct sym_info *ret)
+static bool lookup(struct symbols *s, uint64_t ret_addr, struct symbols_info *ret)
 {
 	/* A return address points after the call: look the call up. */
 	Dwarf_Addr addr = ret_addr > 0 ? ret_addr - 1 : 0;

@@ -11,9 +11,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct symbolizer;
+struct symbols;
 
-struct sym_info {
+struct symbols_info {
 	char function[256]; /* "" when unknown */
 	uint64_t offset;    /* from the function's start (the module's when unknown) */
 	char file[256];     /* source file base name, "" when unknown */
@@ -25,11 +25,11 @@ struct sym_info {
 };
 
 /* NULL when libdw cannot even start (errno set). */
-struct symbolizer *sym_new(const char *maps);
-void sym_free(struct symbolizer *s);
+struct symbols *symbols_new(const char *maps);
+void symbols_free(struct symbols *s);
 
 /* Describe a return address (the call instruction before it is looked
  * up). False when no module covers it. */
-bool sym_lookup(struct symbolizer *s, uint64_t ret_addr, struct sym_info *ret);
+bool symbols_lookup(struct symbols *s, uint64_t ret_addr, struct symbols_info *ret);
 
 #endif /* SCRATCH_STATS_SYMBOLS_H */

@@ -437,7 +437,7 @@ static void print_history(const json_t *v)
 
 struct trace_ctx {
 	pid_t pid;
-	struct symbolizer *sym;
+	struct symbols *sym;
 	char *maps;
 	uint64_t maps_at;  /* CLOCK_MONOTONIC of the last refresh */
 	uint64_t maps_seq; /* every record up to it was drained before that */
@@ -457,7 +457,7 @@ static const char *base_name(const char *path)
 	return slash != NULL ? slash + 1 : path;
 }
 
-static bool internal_frame(const struct sym_info *si)
+static bool internal_frame(const struct symbols_info *si)
 {
 	const char *base = strrchr(si->module, '/');
 
@@ -491,8 +491,8 @@ static void refresh_symbols(struct trace_ctx *tc)
 	}
 	free(tc->maps);
 	tc->maps = body;
-	sym_free(tc->sym);
-	tc->sym = sym_new(tc->maps);
+	symbols_free(tc->sym);
+	tc->sym = symbols_new(tc->maps);
 	tc->n_unresolved = tc->next_unresolved = 0;
 }
 
@@ -533,16 +533,16 @@ static void symbolize(struct trace_ctx *tc, json_t *rec)
 	json_array_foreach(frames, i, f)
 	{
 		uint64_t ip = (uint64_t)json_integer_value(f);
-		struct sym_info si;
+		struct symbols_info si;
 		json_t *o = json_object();
-		bool ok = tc->sym != NULL && sym_lookup(tc->sym, ip, &si);
+		bool ok = tc->sym != NULL && symbols_lookup(tc->sym, ip, &si);
 
 		/* A record newer than the maps may come from a library loaded
 		 * since: fetch them again, however recent the last fetch. */
 		if (!ok && !known_unresolved(tc, ip) &&
 		    (seq > tc->maps_seq || stats_mono_ns() - tc->maps_at > 1000000000u)) {
 			refresh_symbols(tc);
-			ok = tc->sym != NULL && sym_lookup(tc->sym, ip, &si);
+			ok = tc->sym != NULL && symbols_lookup(tc->sym, ip, &si);
 		}
 		if (!ok)
 			remember_unresolved(tc, ip);
@@ -595,7 +595,7 @@ void view_symbolize_trace(pid_t pid, json_t *trace)
 	                   r) if (view_num(r, "seq") > tc.seen) tc.seen = view_num(r, "seq");
 	refresh_symbols(&tc);
 	json_array_foreach(json_object_get(trace, "records"), i, r) symbolize(&tc, r);
-	sym_free(tc.sym);
+	symbols_free(tc.sym);
 	free(tc.maps);
 }
 
@@ -760,7 +760,7 @@ int view_trace(const struct view_req *req)
 	}
 	json_decref(v);
 out:
-	sym_free(tc.sym);
+	symbols_free(tc.sym);
 	free(tc.maps);
 	return rc;
 }
