@@ -166,15 +166,6 @@ static int block_join(struct join *j, const struct ablock *k, struct audit_block
 
 /* ---- call sites ---- */
 
-static bool internal_frame(const struct symbols_info *si)
-{
-	const char *base = strrchr(si->module, '/');
-
-	base = base != NULL ? base + 1 : si->module;
-	return strncmp(base, "libscratch", 10) == 0 || strncmp(si->function, "scratch_", 8) == 0 ||
-	       si->allocator;
-}
-
 static const struct agrowth *growth_of(const struct audit *a, uint64_t seq)
 {
 	size_t lo = 0, hi = a->ngrowths;
@@ -206,7 +197,7 @@ static void site_make(struct join *j, const struct agrowth *g, struct audit_site
 		struct symbols_info si;
 		bool ok = j->sym != NULL && symbols_lookup(j->sym, g->frames[i], &si);
 
-		if (ok && internal_frame(&si))
+		if (ok && symbols_internal(&si))
 			continue;
 		f->addr = g->frames[i];
 		if (ok) {

@@ -134,6 +134,15 @@ void symbols_free(struct symbols *s)
 	free(s);
 }
 
+bool symbols_internal(const struct symbols_info *si)
+{
+	const char *base = strrchr(si->module, '/');
+
+	base = base != NULL ? base + 1 : si->module;
+	return strncmp(base, "libscratch", 10) == 0 || strncmp(si->function, "scratch_", 8) == 0 ||
+	       si->allocator;
+}
+
 static void copy(char *dst, size_t len, const char *src)
 {
 	snprintf(dst, len, "%s", src != NULL ? src : "");

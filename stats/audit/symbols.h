@@ -32,4 +32,8 @@ void symbols_free(struct symbols *s);
  * up). False when no module covers it. */
 bool symbols_lookup(struct symbols *s, uint64_t ret_addr, struct symbols_info *ret);
 
+/* Whether the frame si describes is the allocator's own (libscratch, a
+ * scratch_ function, operator new), not the call site of interest. */
+bool symbols_internal(const struct symbols_info *si);
+
 #endif /* SCRATCH_STATS_SYMBOLS_H */

@@ -457,15 +457,6 @@ static const char *base_name(const char *path)
 	return slash != NULL ? slash + 1 : path;
 }
 
-static bool internal_frame(const struct symbols_info *si)
-{
-	const char *base = strrchr(si->module, '/');
-
-	base = base != NULL ? base + 1 : si->module;
-	return strncmp(base, "libscratch", 10) == 0 || strncmp(si->function, "scratch_", 8) == 0 ||
-	       si->allocator;
-}
-
 /* Fetch the maps again. Every attempt counts as a fetch, whatever it
  * brought: an unresolved frame asks at most once per newer record or
  * second, never once per frame. */
@@ -559,7 +550,7 @@ static void symbolize(struct trace_ctx *tc, json_t *rec)
 			if (si.replaced)
 				json_object_set_new(o, "replaced", json_true());
 		}
-		if (!have_site && (!ok || !internal_frame(&si))) {
+		if (!have_site && (!ok || !symbols_internal(&si))) {
 			char site[600];
 
 			if (!ok)
