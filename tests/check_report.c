@@ -16,11 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
 #include "html.h"
 #include "report.h"
-#include "thread_points.h"
 #include "suites.h"
+#include "text.h"
+#include "thread_points.h"
 
 #define FFFD "\xef\xbf\xbd"
 
@@ -92,10 +92,10 @@ START_TEST(human_sizes)
 {
 	char b[32];
 
-	ck_assert_str_eq(stats_human(0, b, sizeof(b)), "0 B");
-	ck_assert_str_eq(stats_human(1023, b, sizeof(b)), "1023 B");
-	ck_assert_str_eq(stats_human(1536, b, sizeof(b)), "1.5 KiB");
-	ck_assert_str_eq(stats_human(3u << 20, b, sizeof(b)), "3.0 MiB");
+	ck_assert_str_eq(text_human(0, b, sizeof(b)), "0 B");
+	ck_assert_str_eq(text_human(1023, b, sizeof(b)), "1023 B");
+	ck_assert_str_eq(text_human(1536, b, sizeof(b)), "1.5 KiB");
+	ck_assert_str_eq(text_human(3u << 20, b, sizeof(b)), "3.0 MiB");
 }
 END_TEST
 

@@ -31,7 +31,7 @@
  *
  * Ownership: everything in struct audit_result is malloc'd by the audit
  * and freed with audit_result_free(). Strings are NUL-terminated, with
- * control characters masked (stats_mask_controls), ready to print or
+ * control characters masked (text_mask_controls), ready to print or
  * escape. Functions return 0 or a negative errno and, on failure, one
  * human line in err (errlen bytes; err may be NULL). Nothing is printed.
  */
@@ -214,7 +214,7 @@ struct audit_result {
 
 /* How to collect. */
 struct audit_opts {
-	const char *run_dir;  /* the segments' directory (stats_run_dir), NULL: default */
+	const char *run_dir;  /* the segments' directory (rundir_resolve), NULL: default */
 	const char *preload;  /* launch: the shim to put in LD_PRELOAD, NULL: leave env */
 	unsigned interval_ms; /* between placement passes, 0: 200 */
 	unsigned seconds;     /* attach: how long to sample, 0: 5 */

@@ -13,7 +13,7 @@
 
 #include "audit.h"
 #include "audit_int.h"
-#include "common.h"
+#include "text.h"
 
 const char *audit_evidence_name(enum audit_evidence e)
 {
@@ -258,7 +258,7 @@ static void finding_text(struct join *j, struct audit_finding *f)
 	n = strlen(f->text);
 	if (f->risk && n < sizeof(f->text))
 		snprintf(f->text + n, sizeof(f->text) - n, " (remote on a multi-node machine)");
-	stats_mask_controls(f->text);
+	text_mask_controls(f->text);
 }
 
 static int by_bytes(const void *x, const void *y)

@@ -15,11 +15,12 @@
 
 #include "audit.h"
 #include "audit_int.h"
-#include "common.h"
 #include "faults.h"
 #include "placement.h"
 #include "segread.h"
 #include "symbols.h"
+#include "sys.h"
+#include "text.h"
 #include "topology.h"
 
 /* The block's users: its owner, its last lessee, its remote freers. */
@@ -205,9 +206,9 @@ static void site_make(struct join *j, const struct agrowth *g, struct audit_site
 			snprintf(f->file, sizeof(f->file), "%s", si.file);
 			snprintf(f->module, sizeof(f->module), "%s", si.module);
 			f->line = si.line;
-			stats_mask_controls(f->function);
-			stats_mask_controls(f->file);
-			stats_mask_controls(f->module);
+			text_mask_controls(f->function);
+			text_mask_controls(f->file);
+			text_mask_controls(f->module);
 		}
 		if (site->where[0] == '\0') {
 			if (f->file[0] != '\0')
@@ -416,7 +417,7 @@ int audit_result(audit_t *a, struct audit_result *ret, char *err, size_t errlen)
 		rc = threads_out(a, &r);
 	if (rc != 0) {
 		audit_result_free(&r);
-		return stats_fail(err, errlen, ENOMEM, "out of memory");
+		return text_fail(err, errlen, ENOMEM, "out of memory");
 	}
 	audit__findings_rank(&j);
 	*ret = r;
@@ -447,8 +448,8 @@ int audit_collect(pid_t pid, const struct audit_opts *o, struct audit_result *re
 
 	if (rc != 0)
 		return rc;
-	end = stats_mono_ns() + (uint64_t)a->o.seconds * 1000000000u;
-	while (stats_mono_ns() < end && audit_poll(a, 100) == 0)
+	end = sys_mono_ns() + (uint64_t)a->o.seconds * 1000000000u;
+	while (sys_mono_ns() < end && audit_poll(a, 100) == 0)
 		;
 	rc = audit_result(a, ret, err, errlen);
 	audit_close(a);

@@ -36,10 +36,12 @@
 
 #include "audit.h"
 #include "audit_int.h"
-#include "common.h"
 #include "faults.h"
 #include "placement.h"
+#include "rundir.h"
 #include "segread.h"
+#include "sys.h"
+#include "text.h"
 #include "topology.h"
 
 #define MAPS_MAX (8u << 20)
@@ -187,7 +189,7 @@ static int threads_refresh(struct audit *a)
 		t->affinity = tt[i].affinity;
 		memcpy(t->name, tt[i].name, sizeof(t->name));
 		t->name[sizeof(t->name) - 1] = '\0';
-		stats_mask_controls(t->name);
+		text_mask_controls(t->name);
 	}
 	free(tt);
 	return 0;
@@ -324,8 +326,8 @@ static int seg_find(struct audit *a)
 	a->have_seg = true;
 	snprintf(a->exe, sizeof(a->exe), "%s", a->seg.exe);
 	snprintf(a->cmdline, sizeof(a->cmdline), "%s", a->seg.cmdline);
-	stats_mask_controls(a->exe);
-	stats_mask_controls(a->cmdline);
+	text_mask_controls(a->exe);
+	text_mask_controls(a->cmdline);
 	return 0;
 }
 
@@ -424,7 +426,7 @@ void audit__tier_off(struct audit *a, enum audit_tier_id t, int e, const char *w
 	a->tiers[t].on = false;
 	a->tiers[t].error = e;
 	snprintf(a->tiers[t].reason, sizeof(a->tiers[t].reason), "%s", why);
-	stats_mask_controls(a->tiers[t].reason);
+	text_mask_controls(a->tiers[t].reason);
 }
 
 /* Read the placement of every block that holds pages; a block that went
@@ -456,10 +458,10 @@ static int placement_pass(struct audit *a)
 		k->have_pl = true;
 	}
 	a->placement_reads++;
-	a->last_place_ns = stats_mono_ns();
+	a->last_place_ns = sys_mono_ns();
 	/* the maps, for the call sites: libraries loaded since show up */
 	snprintf(err, sizeof(err), "/proc/%d/maps", (int)a->pid);
-	maps = stats_read_file(err, MAPS_MAX, NULL);
+	maps = sys_read_file(err, MAPS_MAX, NULL);
 	if (maps != NULL) {
 		free(a->maps);
 		a->maps = maps;
@@ -495,7 +497,7 @@ static struct audit *audit_new(enum audit_mode mode, const struct audit_opts *o,
 	int rc;
 
 	if (a == NULL) {
-		stats_fail(err, errlen, ENOMEM, "out of memory");
+		text_fail(err, errlen, ENOMEM, "out of memory");
 		return NULL;
 	}
 	a->mode = mode;
@@ -510,15 +512,15 @@ static struct audit *audit_new(enum audit_mode mode, const struct audit_opts *o,
 	for (int t = 0; t < AUDIT_TIERS; t++)
 		a->tiers[t].on = true;
 	/* launch mode: made now if missing, as the shim would make it */
-	rc = stats_run_dir(o->run_dir, mode == AUDIT_LAUNCH, a->run_dir, sizeof(a->run_dir), terr,
-	                   sizeof(terr));
+	rc = rundir_resolve(o->run_dir, mode == AUDIT_LAUNCH, a->run_dir, sizeof(a->run_dir), terr,
+	                    sizeof(terr));
 	if (rc != 0)
 		a->run_dir[0] = '\0';
 	rc = topology_load(o->sysfs, &a->topo, terr, sizeof(terr));
 	a->have_topo = rc == 0;
 	if (!a->have_topo)
 		audit__tier_off(a, AUDIT_TIER_USE, rc, terr);
-	a->started_ns = stats_realtime_ns();
+	a->started_ns = sys_realtime_ns();
 	return a;
 }
 
@@ -542,7 +544,7 @@ static int spawn(char *const argv[], pid_t *ret_child, char *err, size_t errlen)
 	pid_t pid;
 
 	if (pipe2(p, O_CLOEXEC) != 0)
-		return stats_fail(err, errlen, errno, "pipe: %s", strerror(errno));
+		return text_fail(err, errlen, errno, "pipe: %s", strerror(errno));
 	pid = fork();
 	if (pid == 0) {
 		close(p[0]);
@@ -555,7 +557,7 @@ static int spawn(char *const argv[], pid_t *ret_child, char *err, size_t errlen)
 	close(p[1]);
 	if (pid < 0) {
 		close(p[0]);
-		return stats_fail(err, errlen, errno, "fork: %s", strerror(errno));
+		return text_fail(err, errlen, errno, "fork: %s", strerror(errno));
 	}
 	do
 		n = read(p[0], &e, sizeof(e));
@@ -567,7 +569,7 @@ static int spawn(char *const argv[], pid_t *ret_child, char *err, size_t errlen)
 	}
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	return stats_fail(err, errlen, e, "cannot run %s: %s", argv[0], strerror(e));
+	return text_fail(err, errlen, e, "cannot run %s: %s", argv[0], strerror(e));
 }
 
 /*
@@ -646,8 +648,8 @@ static void cmdline_of(struct audit *a, char *const argv[])
 		at += (size_t)snprintf(a->cmdline + at, sizeof(a->cmdline) - at, "%s%s",
 		                       i ? " " : "", argv[i]);
 	snprintf(a->exe, sizeof(a->exe), "%s", argv[0]);
-	stats_mask_controls(a->cmdline);
-	stats_mask_controls(a->exe);
+	text_mask_controls(a->cmdline);
+	text_mask_controls(a->exe);
 }
 
 int audit_launch(char *const argv[], const struct audit_opts *o, audit_t **ret, pid_t *ret_child,
@@ -660,17 +662,17 @@ int audit_launch(char *const argv[], const struct audit_opts *o, audit_t **ret, 
 	int rc;
 
 	if (argv == NULL || argv[0] == NULL)
-		return stats_fail(err, errlen, EINVAL, "no command");
+		return text_fail(err, errlen, EINVAL, "no command");
 	a = audit_new(AUDIT_LAUNCH, o, err, errlen);
 	if (a == NULL)
 		return -ENOMEM;
 	if (o->preload != NULL && setenv("LD_PRELOAD", o->preload, 1) != 0) {
 		audit_close(a);
-		return stats_fail(err, errlen, errno, "setenv: %s", strerror(errno));
+		return text_fail(err, errlen, errno, "setenv: %s", strerror(errno));
 	}
 	if (keep_segments(a) != 0) {
 		audit_close(a);
-		return stats_fail(err, errlen, ENOMEM, "setenv: %s", strerror(errno));
+		return text_fail(err, errlen, ENOMEM, "setenv: %s", strerror(errno));
 	}
 	rc = faults_probe(ferr, sizeof(ferr));
 	fo.ring_pages = ring_pages();
@@ -681,7 +683,7 @@ int audit_launch(char *const argv[], const struct audit_opts *o, audit_t **ret, 
 		rc = faults_launch(argv, &fo, &a->faults, &child, ferr, sizeof(ferr));
 	}
 	if (rc != 0 && strncmp(ferr, "cannot run ", 11) == 0) {
-		stats_fail(err, errlen, -rc, "%s", ferr);
+		text_fail(err, errlen, -rc, "%s", ferr);
 		audit_close(a);
 		return rc;
 	}
@@ -710,12 +712,12 @@ int audit_attach(pid_t pid, const struct audit_opts *o, audit_t **ret, char *err
 	int rc;
 
 	if (pid <= 0)
-		return stats_fail(err, errlen, EINVAL, "invalid pid %d", (int)pid);
+		return text_fail(err, errlen, EINVAL, "invalid pid %d", (int)pid);
 	if (kill(pid, 0) != 0 && errno == ESRCH)
-		return stats_fail(err, errlen, ESRCH, "no such process: %d", (int)pid);
+		return text_fail(err, errlen, ESRCH, "no such process: %d", (int)pid);
 	if (kill(pid, 0) != 0 && errno == EPERM)
-		return stats_fail(err, errlen, EPERM,
-		                  "not permitted: process %d belongs to another user", (int)pid);
+		return text_fail(err, errlen, EPERM,
+		                 "not permitted: process %d belongs to another user", (int)pid);
 	a = audit_new(AUDIT_ATTACH, o, err, errlen);
 	if (a == NULL)
 		return -ENOMEM;
@@ -733,7 +735,7 @@ int audit_attach(pid_t pid, const struct audit_opts *o, audit_t **ret, char *err
 	}
 	if (rc == -ESRCH) {
 		audit_close(a);
-		return stats_fail(err, errlen, ESRCH, "no such process: %d", (int)pid);
+		return text_fail(err, errlen, ESRCH, "no such process: %d", (int)pid);
 	}
 	if (rc != 0) {
 		a->faults = NULL;
@@ -742,7 +744,7 @@ int audit_attach(pid_t pid, const struct audit_opts *o, audit_t **ret, char *err
 	rc = refresh(a, true);
 	if (rc == -ESRCH) {
 		audit_close(a);
-		return stats_fail(err, errlen, ESRCH, "no such process: %d", (int)pid);
+		return text_fail(err, errlen, ESRCH, "no such process: %d", (int)pid);
 	}
 	*ret = a;
 	return 0;
@@ -785,8 +787,8 @@ static void child_event(struct audit *a, int status)
 		seg_reset(a);
 		touches_clear(a); /* the old address space is gone */
 		/* only a segment made after the exec is the new image's */
-		if (a->seg_nonce < stats_realtime_ns())
-			a->seg_nonce = stats_realtime_ns();
+		if (a->seg_nonce < sys_realtime_ns())
+			a->seg_nonce = sys_realtime_ns();
 		ptrace(PTRACE_CONT, a->pid, NULL, NULL);
 	} else if (status >> 16 == PTRACE_EVENT_STOP && stop_signal(WSTOPSIG(status))) {
 		/* a group-stop (SIGSTOP, ^Z): it stays stopped until SIGCONT */
@@ -839,7 +841,7 @@ int audit_poll(audit_t *a, int timeout_ms)
 		nap(timeout_ms);
 	if (a->mode == AUDIT_LAUNCH && child_check(a))
 		goto out_gone;
-	place = stats_mono_ns() - a->last_place_ns >= (uint64_t)a->o.interval_ms * 1000000u;
+	place = sys_mono_ns() - a->last_place_ns >= (uint64_t)a->o.interval_ms * 1000000u;
 	rc = refresh(a, place);
 	if (rc == -ESRCH && a->mode == AUDIT_ATTACH)
 		goto out_gone;
@@ -848,7 +850,7 @@ out_gone:
 	a->gone = true;
 	drain(a);
 	blocks_refresh(a);
-	a->ended_ns = stats_realtime_ns();
+	a->ended_ns = sys_realtime_ns();
 	return -ESRCH;
 }
 
@@ -865,7 +867,7 @@ void audit__finish(struct audit *a)
 		refresh(a, true);
 	drain(a);
 	if (a->ended_ns == 0)
-		a->ended_ns = stats_realtime_ns();
+		a->ended_ns = sys_realtime_ns();
 }
 
 void audit_close(audit_t *a)

@@ -27,8 +27,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
 #include "faults.h"
+#include "sys.h"
+#include "text.h"
 #include "topology.h"
 
 #define DEFAULT_RING_PAGES 64
@@ -70,7 +71,7 @@ struct lost_rec {
 
 static int paranoid(void)
 {
-	char *t = stats_read_file("/proc/sys/kernel/perf_event_paranoid", 64, NULL);
+	char *t = sys_read_file("/proc/sys/kernel/perf_event_paranoid", 64, NULL);
 	int v = t != NULL ? atoi(t) : INT_MIN;
 
 	free(t);
@@ -86,42 +87,40 @@ static int refusal(int e, pid_t target, char *err, size_t errlen)
 	case EACCES:
 	case EPERM:
 		if (p > 2)
-			return stats_fail(
+			return text_fail(
 			        err, errlen, e,
 			        "perf_event_paranoid is %d: software page-fault sampling needs "
 			        "<= 2 or CAP_PERFMON",
 			        p);
 		if (target > 0 && e == EACCES)
-			return stats_fail(
+			return text_fail(
 			        err, errlen, e,
 			        "not allowed to sample process %d (another user's process, or "
 			        "ptrace access refused)",
 			        (int)target);
-		return stats_fail(
+		return text_fail(
 		        err, errlen, e,
 		        "perf_event_open refused (%s) with perf_event_paranoid %d: a seccomp "
 		        "filter (container runtime) or security module denies it",
 		        strerror(e), p);
 	case ENOSYS:
-		return stats_fail(
-		        err, errlen, e,
-		        "perf_event_open is not available (ENOSYS): a kernel without perf "
-		        "events, or a seccomp filter (container runtime) that hides it");
+		return text_fail(err, errlen, e,
+		                 "perf_event_open is not available (ENOSYS): a kernel without perf "
+		                 "events, or a seccomp filter (container runtime) that hides it");
 	case EOPNOTSUPP:
 	case ENOENT:
 	case ENODEV:
-		return stats_fail(err, errlen, e,
-		                  "software page-fault events are not supported here (%s)",
-		                  strerror(e));
+		return text_fail(err, errlen, e,
+		                 "software page-fault events are not supported here (%s)",
+		                 strerror(e));
 	case ESRCH:
-		return stats_fail(err, errlen, e, "process %d: no such process (gone)",
-		                  (int)target);
+		return text_fail(err, errlen, e, "process %d: no such process (gone)", (int)target);
 	case EMFILE:
 	case ENFILE:
-		return stats_fail(err, errlen, e,
-		                  "perf_event_open: %s (one event per thread or CPU)", strerror(e));
+		return text_fail(err, errlen, e,
+		                 "perf_event_open: %s (one event per thread or CPU)", strerror(e));
 	default:
-		return stats_fail(err, errlen, e, "perf_event_open: %s", strerror(e));
+		return text_fail(err, errlen, e, "perf_event_open: %s", strerror(e));
 	}
 }
 
@@ -181,7 +180,7 @@ static int add_event(struct faults *f, int fd, pid_t tid, char *err, size_t errl
 
 		if (ne == NULL) {
 			close(fd);
-			return stats_fail(err, errlen, ENOMEM, "out of memory");
+			return text_fail(err, errlen, ENOMEM, "out of memory");
 		}
 		f->ev = ne;
 		f->cap = nc;
@@ -192,12 +191,12 @@ static int add_event(struct faults *f, int fd, pid_t tid, char *err, size_t errl
 
 		close(fd);
 		if (e == EPERM)
-			return stats_fail(
+			return text_fail(
 			        err, errlen, e,
 			        "cannot map a %zu KiB sample ring: the perf_event_mlock_kb / "
 			        "RLIMIT_MEMLOCK limit is reached (use a smaller ring)",
 			        bytes >> 10);
-		return stats_fail(err, errlen, e, "mmap of a sample ring: %s", strerror(e));
+		return text_fail(err, errlen, e, "mmap of a sample ring: %s", strerror(e));
 	}
 	f->ev[f->nev++] =
 	        (struct event){.fd = fd, .tid = tid, .seen = true, .meta = m, .map_bytes = bytes};
@@ -225,8 +224,8 @@ static bool valid_ring(const struct faults_opts *o, char *err, size_t errlen)
 
 	if (n == 0 || (n <= MAX_RING_PAGES && (n & (n - 1)) == 0))
 		return true;
-	stats_fail(err, errlen, EINVAL, "ring pages %u: not a power of two up to %u", n,
-	           MAX_RING_PAGES);
+	text_fail(err, errlen, EINVAL, "ring pages %u: not a power of two up to %u", n,
+	          MAX_RING_PAGES);
 	return false;
 }
 
@@ -236,7 +235,7 @@ int faults_probe(char *err, size_t errlen)
 	int fd;
 
 	if (f == NULL)
-		return stats_fail(err, errlen, ENOMEM, "out of memory");
+		return text_fail(err, errlen, ENOMEM, "out of memory");
 	fd = open_event(f, 0, -1);
 	free(f);
 	if (fd < 0)
@@ -383,7 +382,7 @@ void faults_get_stats(const faults_t *f, struct faults_stats *ret)
 /* The online CPUs into set (TOPOLOGY_MAX_CPUS bits). */
 static void online_cpus(uint64_t *set)
 {
-	char *t = stats_read_file("/sys/devices/system/cpu/online", 1 << 16, NULL);
+	char *t = sys_read_file("/sys/devices/system/cpu/online", 1 << 16, NULL);
 
 	if (t == NULL || topology_parse_cpulist(t, set, TOPOLOGY_MAX_CPUS) != 0) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -445,7 +444,7 @@ static int open_per_cpu(struct faults *f, char *err, size_t errlen)
 			return r;
 	}
 	if (f->nev == 0)
-		return stats_fail(err, errlen, ENODEV, "no online CPU accepted an event");
+		return text_fail(err, errlen, ENODEV, "no online CPU accepted an event");
 	return 0;
 }
 
@@ -492,9 +491,8 @@ static int start_child(struct faults *f, int go, int report, bool ok, const char
 	if (!ok)
 		return -1; /* the caller's error stands */
 	if (!sent)
-		return stats_fail(err, errlen, ECHILD,
-		                  "the command's process died before its exec");
-	return stats_fail(err, errlen, e, "cannot run %s: %s", cmd, strerror(e));
+		return text_fail(err, errlen, ECHILD, "the command's process died before its exec");
+	return text_fail(err, errlen, e, "cannot run %s: %s", cmd, strerror(e));
 }
 
 int faults_launch(char *const argv[], const struct faults_opts *o, faults_t **ret, pid_t *ret_child,
@@ -504,18 +502,18 @@ int faults_launch(char *const argv[], const struct faults_opts *o, faults_t **re
 	struct faults *f;
 
 	if (argv == NULL || argv[0] == NULL)
-		return stats_fail(err, errlen, EINVAL, "no command");
+		return text_fail(err, errlen, EINVAL, "no command");
 	if (!valid_ring(o, err, errlen))
 		return -EINVAL;
 	f = faults_new(o, false);
 	if (f == NULL)
-		return stats_fail(err, errlen, ENOMEM, "out of memory");
+		return text_fail(err, errlen, ENOMEM, "out of memory");
 	if (pipe2(go, O_CLOEXEC) != 0) {
 		free(f);
-		return stats_fail(err, errlen, errno, "pipe: %s", strerror(errno));
+		return text_fail(err, errlen, errno, "pipe: %s", strerror(errno));
 	}
 	if (pipe2(report, O_CLOEXEC) != 0) {
-		r = stats_fail(err, errlen, errno, "pipe: %s", strerror(errno));
+		r = text_fail(err, errlen, errno, "pipe: %s", strerror(errno));
 		close(go[0]);
 		close(go[1]);
 		free(f);
@@ -530,7 +528,7 @@ int faults_launch(char *const argv[], const struct faults_opts *o, faults_t **re
 	close(go[0]);
 	close(report[1]);
 	if (f->pid < 0) {
-		r = stats_fail(err, errlen, errno, "fork: %s", strerror(errno));
+		r = text_fail(err, errlen, errno, "fork: %s", strerror(errno));
 		close(go[1]);
 		close(report[0]);
 		free(f);
@@ -606,7 +604,7 @@ int faults_rescan(faults_t *f, faults_fn *fn, void *arg, char *err, size_t errle
 		f->ev[i].seen = false;
 	if (dir == NULL) {
 		prune(f, fn, arg);
-		return stats_fail(err, errlen, ESRCH, "process %d: gone", (int)f->pid);
+		return text_fail(err, errlen, ESRCH, "process %d: gone", (int)f->pid);
 	}
 	while (r >= 0 && (d = readdir(dir)) != NULL) {
 		char *end;
@@ -637,19 +635,19 @@ int faults_attach(pid_t pid, const struct faults_opts *o, faults_t **ret, char *
 	int r;
 
 	if (pid <= 0)
-		return stats_fail(err, errlen, EINVAL, "pid %d: not a process", (int)pid);
+		return text_fail(err, errlen, EINVAL, "pid %d: not a process", (int)pid);
 	if (!valid_ring(o, err, errlen))
 		return -EINVAL;
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
 	if (access(path, F_OK) != 0)
-		return stats_fail(err, errlen, ESRCH, "process %d: no such process", (int)pid);
+		return text_fail(err, errlen, ESRCH, "process %d: no such process", (int)pid);
 	f = faults_new(o, true);
 	if (f == NULL)
-		return stats_fail(err, errlen, ENOMEM, "out of memory");
+		return text_fail(err, errlen, ENOMEM, "out of memory");
 	f->pid = pid;
 	r = faults_rescan(f, NULL, NULL, err, errlen);
 	if (r >= 0 && f->nev == 0)
-		r = stats_fail(err, errlen, ESRCH, "process %d: no thread left", (int)pid);
+		r = text_fail(err, errlen, ESRCH, "process %d: no thread left", (int)pid);
 	if (r < 0) {
 		faults_close(f);
 		return r;

@@ -18,8 +18,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "common.h"
 #include "placement.h"
+#include "sys.h"
+#include "text.h"
 
 #define MAX_SPANS 1024
 
@@ -127,7 +128,7 @@ static void read_spans(pid_t pid, uintptr_t lo, uintptr_t hi, struct spans *s)
 		snprintf(path, sizeof(path), "/proc/self/smaps");
 	else
 		snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
-	text = stats_read_file(path, 256u << 20, NULL);
+	text = sys_read_file(path, 256u << 20, NULL);
 	if (text == NULL)
 		return;
 	if (placement_parse_smaps(text, lo, hi, add_span, s) < 0)
@@ -179,20 +180,20 @@ static int flush(pid_t pid, struct batch *b, struct placement *p, size_t *cap, c
 		int e = errno;
 
 		if (e == ESRCH)
-			return stats_fail(err, errlen, e, "process %d: no such process (gone)",
-			                  (int)pid);
+			return text_fail(err, errlen, e, "process %d: no such process (gone)",
+			                 (int)pid);
 		if (e == EPERM || e == EACCES)
-			return stats_fail(err, errlen, EPERM,
-			                  "process %d: not allowed to read its page placement "
-			                  "(another user's process: needs its uid or CAP_SYS_NICE)",
-			                  (int)pid);
-		return stats_fail(err, errlen, e, "move_pages: %s", strerror(e));
+			return text_fail(err, errlen, EPERM,
+			                 "process %d: not allowed to read its page placement "
+			                 "(another user's process: needs its uid or CAP_SYS_NICE)",
+			                 (int)pid);
+		return text_fail(err, errlen, e, "move_pages: %s", strerror(e));
 	}
 	p->queries += b->n;
 	for (size_t i = 0; i < b->n; i++)
 		if (push_run(p, cap, (uintptr_t)b->addr[i], b->bytes[i],
 		             status_node(b->status[i])) != 0)
-			return stats_fail(err, errlen, ENOMEM, "out of memory");
+			return text_fail(err, errlen, ENOMEM, "out of memory");
 	b->n = 0;
 	return 0;
 }
@@ -228,12 +229,12 @@ int placement_read(pid_t pid, uintptr_t addr, size_t len, unsigned flags, struct
 	int r = 0;
 
 	if (len == 0 || addr + len < addr || addr + len + page - 1 < addr + len)
-		return stats_fail(err, errlen, EINVAL, "empty or wrapping range");
+		return text_fail(err, errlen, EINVAL, "empty or wrapping range");
 	hi = (addr + len + page - 1) & ~(uintptr_t)(page - 1);
 	b = malloc(sizeof(*b));
 	if (b == NULL || (spans = calloc(1, sizeof(*spans))) == NULL) {
 		free(b);
-		return stats_fail(err, errlen, ENOMEM, "out of memory");
+		return text_fail(err, errlen, ENOMEM, "out of memory");
 	}
 	b->n = 0;
 	if (flags & PLACEMENT_HUGE)

@@ -18,7 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "sys.h"
+#include "text.h"
 #include "topology.h"
 
 #define SET_WORDS(bits) (((bits) + 63) / 64)
@@ -78,14 +79,14 @@ static int load_node(struct topology *t, const char *root, unsigned node, uint64
 	int r;
 
 	snprintf(path, sizeof(path), "%s/node%u/cpulist", root, node);
-	text = stats_read_file(path, 1 << 16, NULL);
+	text = sys_read_file(path, 1 << 16, NULL);
 	if (text == NULL)
-		return stats_fail(err, errlen, errno, "cannot read %s: %s", path, strerror(errno));
+		return text_fail(err, errlen, errno, "cannot read %s: %s", path, strerror(errno));
 	r = topology_parse_cpulist(text, set, TOPOLOGY_MAX_CPUS);
 	free(text);
 	if (r != 0)
-		return stats_fail(err, errlen, -r, "%s: %s", path,
-		                  r == -ERANGE ? "a CPU id beyond the limit" : "not a cpulist");
+		return text_fail(err, errlen, -r, "%s: %s", path,
+		                 r == -ERANGE ? "a CPU id beyond the limit" : "not a cpulist");
 	for (unsigned c = 0; c < TOPOLOGY_MAX_CPUS; c++) {
 		if (!(set[c / 64] & (1ULL << (c % 64))))
 			continue;
@@ -124,7 +125,7 @@ static int load_nodes(struct topology *t, const char *root, bool *ret_missing, c
 		*ret_missing = r == ENOENT;
 		if (r == ENOENT)
 			return 0;
-		return stats_fail(err, errlen, r, "cannot list %s: %s", root, strerror(r));
+		return text_fail(err, errlen, r, "cannot list %s: %s", root, strerror(r));
 	}
 	while (r == 0 && (d = readdir(dir)) != NULL) {
 		long id = node_id(d->d_name);
@@ -132,8 +133,8 @@ static int load_nodes(struct topology *t, const char *root, bool *ret_missing, c
 		if (id < 0)
 			continue;
 		if (id >= TOPOLOGY_MAX_NODES)
-			r = stats_fail(err, errlen, ERANGE, "%s: node id %ld beyond %d", root, id,
-			               TOPOLOGY_MAX_NODES - 1);
+			r = text_fail(err, errlen, ERANGE, "%s: node id %ld beyond %d", root, id,
+			              TOPOLOGY_MAX_NODES - 1);
 		else
 			r = load_node(t, root, (unsigned)id, set, err, errlen);
 	}
@@ -151,7 +152,7 @@ int topology_load(const char *root, struct topology *ret, char *err, size_t errl
 		root = TOPOLOGY_SYSFS;
 	t.cpu_node = malloc(TOPOLOGY_MAX_CPUS * sizeof(*t.cpu_node));
 	if (t.cpu_node == NULL)
-		return stats_fail(err, errlen, ENOMEM, "out of memory");
+		return text_fail(err, errlen, ENOMEM, "out of memory");
 	for (unsigned c = 0; c < TOPOLOGY_MAX_CPUS; c++)
 		t.cpu_node[c] = -1;
 	r = load_nodes(&t, root, &missing, err, errlen);
@@ -292,21 +293,21 @@ int topology_thread_read(const struct topology *t, pid_t pid, pid_t tid,
 	int r;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	line = stats_read_file(path, 4096, &len);
+	line = sys_read_file(path, 4096, &len);
 	if (line == NULL) {
 		r = errno == ENOENT || errno == ESRCH ? ESRCH : errno;
-		return stats_fail(err, errlen, r, "thread %d of process %d: %s", (int)tid, (int)pid,
-		                  r == ESRCH ? "gone" : strerror(r));
+		return text_fail(err, errlen, r, "thread %d of process %d: %s", (int)tid, (int)pid,
+		                 r == ESRCH ? "gone" : strerror(r));
 	}
 	r = topology_parse_stat(line, len, &th);
 	free(line);
 	if (r != 0 || th.tid != tid)
-		return stats_fail(err, errlen, EINVAL, "%s: not a stat line", path);
+		return text_fail(err, errlen, EINVAL, "%s: not a stat line", path);
 	th.node = topology_cpu_node(t, th.cpu);
 	r = affinity_nodes(t, tid, &th.affinity);
 	if (r != 0)
-		return stats_fail(err, errlen, -r, "thread %d of process %d: sched_getaffinity: %s",
-		                  (int)tid, (int)pid, r == -ESRCH ? "gone" : strerror(-r));
+		return text_fail(err, errlen, -r, "thread %d of process %d: sched_getaffinity: %s",
+		                 (int)tid, (int)pid, r == -ESRCH ? "gone" : strerror(-r));
 	*ret = th;
 	return 0;
 }
@@ -342,8 +343,8 @@ int topology_threads(const struct topology *t, pid_t pid, struct topology_thread
 	dir = opendir(path);
 	if (dir == NULL) {
 		r = errno == ENOENT ? ESRCH : errno;
-		return stats_fail(err, errlen, r, "process %d: %s", (int)pid,
-		                  r == ESRCH ? "no such process" : strerror(r));
+		return text_fail(err, errlen, r, "process %d: %s", (int)pid,
+		                 r == ESRCH ? "no such process" : strerror(r));
 	}
 	while (r == 0 && (d = readdir(dir)) != NULL) {
 		const char *p = d->d_name;
@@ -359,11 +360,11 @@ int topology_threads(const struct topology *t, pid_t pid, struct topology_thread
 		if (r == 0)
 			r = push_thread(&a, &n, &cap, &th);
 		if (r == -ENOMEM)
-			stats_fail(err, errlen, ENOMEM, "out of memory");
+			text_fail(err, errlen, ENOMEM, "out of memory");
 	}
 	closedir(dir);
 	if (r == 0 && n == 0)
-		r = stats_fail(err, errlen, ESRCH, "process %d: no thread left", (int)pid);
+		r = text_fail(err, errlen, ESRCH, "process %d: no thread left", (int)pid);
 	if (r != 0) {
 		free(a);
 		return r;

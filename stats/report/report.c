@@ -16,11 +16,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "common.h"
 #include "html.h"
 #include "report.h"
 #include "report_int.h"
 #include "svg.h"
+#include "text.h"
 
 #define CHART_W 960
 
@@ -70,7 +70,7 @@ void report_bytes(FILE *f, uint64_t v)
 {
 	char b[32];
 
-	fputs(stats_human(v, b, sizeof(b)), f);
+	fputs(text_human(v, b, sizeof(b)), f);
 }
 
 /* "2026-12-01 23:45:12.123 UTC": unambiguous wherever the page is read. */
@@ -243,8 +243,8 @@ static void section_header(struct page *pg)
 	head_row(pg, "exe", str(p, "exe"));
 	head_row(pg, "command", str(p, "command"));
 	head_row(pg, "SCRATCH_CONF", str(p, "conf")[0] ? str(p, "conf") : "(defaults)");
-	snprintf(size, sizeof(size), "%s to %s", stats_human(num(p, "min_size"), a, sizeof(a)),
-	         stats_human(num(p, "max_size"), b, sizeof(b)));
+	snprintf(size, sizeof(size), "%s to %s", text_human(num(p, "min_size"), a, sizeof(a)),
+	         text_human(num(p, "max_size"), b, sizeof(b)));
 	head_row(pg, "pooled sizes", size);
 	fputs("<dt>state</dt><dd>", pg->f);
 	report_text(pg->f, str(p, "state"));
@@ -283,7 +283,7 @@ static void card_bytes(struct page *pg, const char *what, uint64_t v)
 	char b[32];
 
 	fprintf(pg->f, "<div class=\"card\"><b>%s</b><span>%s</span></div>\n",
-	        stats_human(v, b, sizeof(b)), what);
+	        text_human(v, b, sizeof(b)), what);
 }
 
 static void section_totals(struct page *pg)
@@ -555,7 +555,7 @@ static void record_tip(struct page *pg, const json_t *r, const struct thread_ref
 	fprintf(pg->f, "<title>%.3f s: tid %lld ", secs(pg, num(r, "time_ns")), t->tid);
 	report_text(pg->f, t->name);
 	fprintf(pg->f, " grew %s (class %lld) on cpu %lld, node %lld at ",
-	        stats_human(num(r, "bytes"), b, sizeof(b)), snum(r, "class"), snum(r, "cpu"),
+	        text_human(num(r, "bytes"), b, sizeof(b)), snum(r, "class"), snum(r, "cpu"),
 	        snum(r, "node"));
 	report_text(pg->f, json_is_string(json_object_get(r, "site")) ? str(r, "site")
 	                                                              : "an unknown site");

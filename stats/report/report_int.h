@@ -19,7 +19,7 @@ void locality_section(FILE *f, const struct audit_result *a, const char *why_non
 /* s as HTML text (html_text()), up to its NUL (report.c). */
 void report_text(FILE *f, const char *s);
 
-/* v bytes in human units ("1.5 MiB", stats_human()) (report.c). */
+/* v bytes in human units ("1.5 MiB", text_human()) (report.c). */
 void report_bytes(FILE *f, uint64_t v);
 
 #endif /* SCRATCH_STATS_REPORT_INT_H */

@@ -22,9 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
 #include "documents.h"
 #include "fields.h"
+#include "protocol.h"
 
 #define AT(type, member) offsetof(type, member)
 
@@ -760,7 +760,7 @@ enum {
 static json_t *daemon_protocol(const void *o)
 {
 	(void)o;
-	return json_integer(STATS_PROTOCOL);
+	return json_integer(PROTOCOL_VERSION);
 }
 
 static json_t *daemon_version(const void *o)

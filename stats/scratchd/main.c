@@ -28,13 +28,16 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "protocol.h"
 #include "registry.h"
+#include "rundir.h"
 #include "serve.h"
+#include "sys.h"
+#include "text.h"
 
 static struct registry_conf conf = REGISTRY_CONF_DEFAULT;
 
-#define logmsg(...) stats_log("scratchd", __VA_ARGS__)
+#define logmsg(...) text_log("scratchd", __VA_ARGS__)
 
 /* ---------------------------------------------------------------------- */
 /* The socket                                                              */
@@ -240,7 +243,7 @@ static int parse_args(int argc, char **argv, const char **run_dir, const char **
 			usage(stdout);
 			exit(0);
 		case 'V':
-			printf("scratchd %s (protocol %d)\n", PACKAGE_VERSION, STATS_PROTOCOL);
+			printf("scratchd %s (protocol %d)\n", PACKAGE_VERSION, PROTOCOL_VERSION);
 			exit(0);
 		default:
 			usage(stderr);
@@ -321,7 +324,7 @@ static int loop(int ino, int sig)
 		if (pf[0].revents & POLLIN)
 			handle_inotify(ino);
 		registry_drain();
-		now = stats_mono_ns() / 1000000u;
+		now = sys_mono_ns() / 1000000u;
 		if (now >= next_sample) {
 			registry_sample();
 			next_sample = now + conf.interval_ms;
@@ -372,12 +375,12 @@ int main(int argc, char **argv)
 	 * memory resident (the budget bounds what the entries hold, not those
 	 * free lists). */
 	mallopt(M_ARENA_MAX, 1);
-	if (stats_run_dir(run_dir_arg, true, run_dir, sizeof(run_dir), err, sizeof(err)) != 0) {
+	if (rundir_resolve(run_dir_arg, true, run_dir, sizeof(run_dir), err, sizeof(err)) != 0) {
 		logmsg("%s", err);
 		return 1;
 	}
 	if (snprintf(socket_path, sizeof(socket_path), "%.*s/%s", PATH_MAX - 32, run_dir,
-	             STATS_SOCKET_NAME) < 0)
+	             PROTOCOL_SOCKET_NAME) < 0)
 		return 1;
 	/* The registry holds the run directory's descriptor for the daemon's
 	 * life: opened now, so the count of descriptors at rest is the count

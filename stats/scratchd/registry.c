@@ -36,8 +36,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common.h"
 #include "registry.h"
+#include "sys.h"
+#include "text.h"
 
 #define REG_MAX_RETIRED 1024
 
@@ -79,7 +80,7 @@ static int dirfd_cache(void)
 	return reg.run_dir_fd;
 }
 
-#define logmsg(...) stats_log("scratchd", __VA_ARGS__)
+#define logmsg(...) text_log("scratchd", __VA_ARGS__)
 
 /* ---------------------------------------------------------------------- */
 /* Discovery                                                               */
@@ -401,7 +402,7 @@ void registry_adopt(const char *name)
 	snprintf(p->file, sizeof(p->file), "%s", name);
 	p->fd = fd;
 	p->live = true;
-	p->seen_ns = stats_realtime_ns();
+	p->seen_ns = sys_realtime_ns();
 	p->next_seq = 1;
 	p->hist_cap = hist_min();
 	p->hist = calloc(p->hist_cap, sizeof(*p->hist));
@@ -455,7 +456,7 @@ static bool refresh_maps(struct registry_proc *p, bool *ret_empty)
 	bool mapped = false;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", p->seg.pid);
-	maps = stats_read_file(path, 64u << 20, &len);
+	maps = sys_read_file(path, 64u << 20, &len);
 	*ret_empty = maps == NULL || len == 0;
 	if (maps == NULL)
 		return false;
@@ -504,7 +505,7 @@ static const char *liveness(struct registry_proc *p, const struct segread_dyn *d
 
 	if (d->exited)
 		return "exit";
-	rc = stats_proc_start_ticks(p->seg.pid, &ticks);
+	rc = sys_proc_start_ticks(p->seg.pid, &ticks);
 	if (rc == -ENOENT)
 		return "gone";
 	if (rc == 0 && ticks != p->seg.start_ticks)
@@ -598,7 +599,7 @@ static void refresh_names(struct registry_proc *p)
 		if (t->state != SCRATCH_SEG_LIVE)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", p->seg.pid, t->tid);
-		comm = stats_read_file(path, 64, &len);
+		comm = sys_read_file(path, 64, &len);
 		if (comm == NULL)
 			continue;
 		if (len > 0 && comm[len - 1] == '\n')
@@ -666,8 +667,8 @@ static void read_sample(struct registry_proc *p)
 	read_owners(p);
 	read_classes(p);
 	segread_totals(p->threads, p->nthreads, &p->pc, &p->tot);
-	p->sampled_ns = stats_realtime_ns();
-	p->sampled_mono = stats_mono_ns();
+	p->sampled_ns = sys_realtime_ns();
+	p->sampled_mono = sys_mono_ns();
 }
 
 /* Double a full history ring, up to --history, if the budget has room
@@ -786,8 +787,7 @@ static bool drain(struct registry_proc *p, bool final)
 	 * few stores from done, so one that stays unwritten for two seconds
 	 * belongs to a thread that died (or a hostile writer): count it lost
 	 * and move on. */
-	bool force =
-	        final || (p->stall_since != 0 && stats_mono_ns() - p->stall_since > 2000000000u);
+	bool force = final || (p->stall_since != 0 && sys_mono_ns() - p->stall_since > 2000000000u);
 
 	p->owners_fresh = false;
 	rc = segread_drain(&p->seg, &p->next_seq, &p->lost, UINT64_MAX, force, keep_record, p);
@@ -801,7 +801,7 @@ static bool drain(struct registry_proc *p, bool final)
 	if (rc != -EAGAIN || p->next_seq != before)
 		p->stall_since = 0;
 	else if (p->stall_since == 0)
-		p->stall_since = stats_mono_ns();
+		p->stall_since = sys_mono_ns();
 	if (rc == -EBADMSG && !p->head_warned) {
 		logmsg("%s: trace ring head went backwards or out of range; not logged again",
 		       p->file);
@@ -819,8 +819,8 @@ static void mark_exited(struct registry_proc *p, const char *reason, const struc
 	p->live = false;
 	reg.nexited++;
 	p->reason = reason;
-	p->exit_ns = d->exited && d->exit_ns != 0 ? d->exit_ns : stats_realtime_ns();
-	p->exited_mono = stats_mono_ns();
+	p->exit_ns = d->exited && d->exit_ns != 0 ? d->exit_ns : sys_realtime_ns();
+	p->exited_mono = sys_mono_ns();
 	drain(p, true);
 	sample(p);
 	/* A dead process's file is stale unless it asked to be kept; the
@@ -862,7 +862,7 @@ static void retire(struct registry_proc *p)
  * unless it was read in the last millisecond. Under reg.lock. */
 void registry_refresh(struct registry_proc *p)
 {
-	if (p->live && stats_mono_ns() - p->sampled_mono > 1000000u)
+	if (p->live && sys_mono_ns() - p->sampled_mono > 1000000u)
 		read_sample(p);
 }
 
@@ -871,7 +871,7 @@ void registry_refresh(struct registry_proc *p)
  * other (exited) entries. */
 void registry_sample(void)
 {
-	uint64_t now = stats_mono_ns();
+	uint64_t now = sys_mono_ns();
 
 	for (struct registry_proc *p = reg.procs, *next; p != NULL; p = next) {
 		struct segread_dyn d;
@@ -921,16 +921,16 @@ int registry_open(const struct registry_conf *conf, const char *run_dir, char *e
 {
 	reg.conf = *conf;
 	if (snprintf(reg.run_dir, sizeof(reg.run_dir), "%s", run_dir) >= (int)sizeof(reg.run_dir))
-		return stats_fail(err, errlen, ENAMETOOLONG, "run directory name too long");
+		return text_fail(err, errlen, ENAMETOOLONG, "run directory name too long");
 	reg.retired = calloc(REG_MAX_RETIRED, sizeof(*reg.retired));
 	if (reg.retired == NULL)
-		return stats_fail(err, errlen, ENOMEM, "out of memory");
+		return text_fail(err, errlen, ENOMEM, "out of memory");
 	if (dirfd_cache() < 0) {
 		int e = errno;
 
 		free(reg.retired);
 		reg.retired = NULL;
-		return stats_fail(err, errlen, e, "%s: %s", reg.run_dir, strerror(e));
+		return text_fail(err, errlen, e, "%s: %s", reg.run_dir, strerror(e));
 	}
 	return 0;
 }

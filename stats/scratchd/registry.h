@@ -127,7 +127,7 @@ struct registry_counts {
 	uint64_t samples;                     /* sampling rounds done */
 };
 
-/* Set up the table for run_dir (made and checked by stats_run_dir) with
+/* Set up the table for run_dir (made and checked by rundir_resolve) with
  * conf (copied). Returns 0 or -errno with a cause in err. Not locked. */
 int registry_open(const struct registry_conf *conf, const char *run_dir, char *err, size_t errlen);
 /* Free every entry and what registry_open took. Not locked; nobody may

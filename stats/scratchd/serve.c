@@ -41,10 +41,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
 #include "documents.h"
+#include "protocol.h"
 #include "registry.h"
 #include "serve.h"
+#include "sys.h"
+#include "text.h"
 
 static struct MHD_Daemon *unix_daemon, *tcp_daemon;
 static unsigned followers; /* open follow streams, under the registry's lock */
@@ -160,7 +162,7 @@ static enum MHD_Result flush(struct MHD_Connection *c)
 	if (r == NULL)
 		return MHD_NO;
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, pending.type);
-	MHD_add_response_header(r, STATS_PROTOCOL_HEADER, STATS_STR(STATS_PROTOCOL));
+	MHD_add_response_header(r, PROTOCOL_HEADER, PROTOCOL_STR(PROTOCOL_VERSION));
 	ret = MHD_queue_response(c, pending.status, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -442,7 +444,7 @@ static bool peer_allowed(struct MHD_Connection *c)
 	        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 	uid_t uid;
 
-	if (ci == NULL || stats_peer_uid(ci->connect_fd, &uid) != 0)
+	if (ci == NULL || sys_peer_uid(ci->connect_fd, &uid) != 0)
 		return false;
 	return uid == geteuid() || uid == 0;
 }
@@ -530,7 +532,7 @@ static void waiting_set(struct MHD_Connection *c, bool in_headers)
 		return;
 	pthread_mutex_lock(&wait_lock);
 	w->in_headers = in_headers;
-	w->since = stats_mono_ns();
+	w->since = sys_mono_ns();
 	pthread_mutex_unlock(&wait_lock);
 }
 
@@ -549,7 +551,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 			return;
 		w->fd = ci->connect_fd;
 		w->in_headers = true;
-		w->since = stats_mono_ns();
+		w->since = sys_mono_ns();
 		pthread_mutex_lock(&wait_lock);
 		w->next = waiting_head;
 		w->prevp = &waiting_head;
@@ -587,7 +589,7 @@ static void *watchdog_main(void *arg)
 	pthread_mutex_lock(&wait_lock);
 	while (!watchdog_stop) {
 		struct timespec until;
-		uint64_t now = stats_mono_ns();
+		uint64_t now = sys_mono_ns();
 
 		for (struct waiting *w = waiting_head; w != NULL; w = w->next)
 			if (w->in_headers && !w->cut &&
@@ -614,7 +616,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	static uint64_t window;
 	static unsigned shown, dropped;
-	uint64_t now = stats_mono_ns() / 60000000000u;
+	uint64_t now = sys_mono_ns() / 60000000000u;
 	char line[512];
 	size_t n;
 
@@ -623,7 +625,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	n = strlen(line);
 	while (n > 0 && line[n - 1] == '\n')
 		line[--n] = '\0';
-	stats_mask_controls(line);
+	text_mask_controls(line);
 	pthread_mutex_lock(&lock);
 	if (now != window) {
 		if (dropped > 0)

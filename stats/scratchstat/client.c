@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "client.h"
-#include "common.h"
+#include "text.h"
 
 static struct {
 	char socket[PATH_MAX];
@@ -52,9 +52,9 @@ void client_say(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	/* Arguments and the daemon's answers are quoted here: stats_log masks
+	/* Arguments and the daemon's answers are quoted here: text_log masks
 	 * their control characters. */
-	stats_log("scratchstat", "%s", line);
+	text_log("scratchstat", "%s", line);
 }
 
 struct body {

@@ -67,7 +67,7 @@ typedef int (*client_line_fn)(json_t *line, void *ctx);
 int client_stream(const char *path, client_line_fn line, void *ctx, long *ret_status,
                   char **ret_body);
 
-/* "scratchstat: message" on stderr, controls masked (stats_log). */
+/* "scratchstat: message" on stderr, controls masked (text_log). */
 void client_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif /* SCRATCH_STATS_CLIENT_H */

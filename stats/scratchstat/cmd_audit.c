@@ -29,9 +29,10 @@
 
 #include "args.h"
 #include "cmd_audit.h"
-#include "common.h"
 #include "placement.h"
 #include "segread.h"
+#include "sys.h"
+#include "text.h"
 
 /* Exit status: scratchstat(1), EXIT STATUS. */
 enum {
@@ -66,7 +67,7 @@ __attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	stats_mask_controls(buf);
+	text_mask_controls(buf);
 	fprintf(stderr, "scratchstat: %s\n", buf);
 }
 
@@ -321,10 +322,10 @@ static void print_head(const json_t *v)
 		printf("\n");
 	}
 	printf("present %s in %zu blocks, first toucher sampled for %s, unknown for %s\n",
-	       stats_human(num(v, "present_bytes"), b1, sizeof(b1)),
+	       text_human(num(v, "present_bytes"), b1, sizeof(b1)),
 	       json_array_size(json_object_get(v, "blocks")),
-	       stats_human(num(v, "sampled_bytes"), b2, sizeof(b2)),
-	       stats_human(num(v, "unknown_bytes"), b3, sizeof(b3)));
+	       text_human(num(v, "sampled_bytes"), b2, sizeof(b2)),
+	       text_human(num(v, "unknown_bytes"), b3, sizeof(b3)));
 }
 
 static void print_matrix(const char *title, const char *row, const json_t *m)
@@ -348,7 +349,7 @@ static void print_matrix(const char *title, const char *row, const json_t *m)
 		snprintf(h, sizeof(h), i + 1 < n ? "%s %zu" : "%s ?", row, i);
 		printf("%-12s", h);
 		json_array_foreach(r, k, c)
-		        printf(" %12s", stats_human((uint64_t)json_integer_value(c), b, sizeof(b)));
+		        printf(" %12s", text_human((uint64_t)json_integer_value(c), b, sizeof(b)));
 		printf("\n");
 	}
 }
@@ -364,10 +365,10 @@ static void print_threads(const json_t *v)
 	json_array_foreach(json_object_get(v, "threads"), i, t)
 	        printf("%8d %-16.16s %4s %12s %12s %12s %12s%s\n", (int)num(t, "tid"),
 	               str(t, "name"), node_text(json_object_get(t, "node"), n, sizeof(n)),
-	               stats_human(num(t, "used_bytes"), b[0], sizeof(b[0])),
-	               stats_human(num(t, "remote_bytes"), b[1], sizeof(b[1])),
-	               stats_human(num(t, "first_touched_bytes"), b[2], sizeof(b[2])),
-	               stats_human(num(t, "touched_for_others_bytes"), b[3], sizeof(b[3])),
+	               text_human(num(t, "used_bytes"), b[0], sizeof(b[0])),
+	               text_human(num(t, "remote_bytes"), b[1], sizeof(b[1])),
+	               text_human(num(t, "first_touched_bytes"), b[2], sizeof(b[2])),
+	               text_human(num(t, "touched_for_others_bytes"), b[3], sizeof(b[3])),
 	               json_is_true(json_object_get(t, "alive")) ? "" : "  (gone)");
 }
 
@@ -384,7 +385,7 @@ static void print_findings(const json_t *v)
 	printf("\nFINDINGS, by remote bytes\n");
 	json_array_foreach(fs, i, f)
 	{
-		printf("%2zu. %10s  %-19s  %s\n", i + 1, stats_human(num(f, "bytes"), b, sizeof(b)),
+		printf("%2zu. %10s  %-19s  %s\n", i + 1, text_human(num(f, "bytes"), b, sizeof(b)),
 		       str(f, "evidence"), str(f, "text"));
 		printf("    fix: %s\n", str(f, "fix"));
 	}
@@ -473,7 +474,7 @@ static int parse_audit(int argc, char **argv, struct request *a)
 				return rc;
 			continue;
 		}
-		if (!stats_parse_pid(argv[i], &a->pid)) {
+		if (!text_parse_pid(argv[i], &a->pid)) {
 			say("'%s' is not a PID (put -- before a COMMAND to launch it)", argv[i]);
 			return AX_USAGE;
 		}
@@ -645,8 +646,8 @@ static int attach(struct request *a)
 		say("%s", err);
 		return rc == -ESRCH ? AX_NOPROC : rc == -EPERM ? AX_PERM : AX_FAIL;
 	}
-	end = stats_mono_ns() + (uint64_t)(a->seconds ? a->seconds : 5) * 1000000000u;
-	while (!got_signal && stats_mono_ns() < end)
+	end = sys_mono_ns() + (uint64_t)(a->seconds ? a->seconds : 5) * 1000000000u;
+	while (!got_signal && sys_mono_ns() < end)
 		if (audit_poll(s, 100) != 0) {
 			gone = true;
 			break;

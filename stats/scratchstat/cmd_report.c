@@ -19,8 +19,8 @@
 #include "client.h"
 #include "cmd_audit.h"
 #include "cmd_report.h"
-#include "common.h"
 #include "report.h"
+#include "sys.h"
 
 struct report_data {
 	json_t *proc, *history, *trace, *sizes;
@@ -83,10 +83,10 @@ static int audit_window(pid_t pid, const struct view_req *o, struct audit_result
 	sigaction(SIGTERM, &sa, &old_term);
 	rc = audit_attach(pid, &ao, &a, err, errlen);
 	if (rc == 0) {
-		end = stats_mono_ns() +
+		end = sys_mono_ns() +
 		      (uint64_t)(o->audit_for ? o->audit_for : CMD_REPORT_AUDIT_SECONDS) *
 		              1000000000u;
-		while (!stop_audit && stats_mono_ns() < end && audit_poll(a, 100) == 0)
+		while (!stop_audit && sys_mono_ns() < end && audit_poll(a, 100) == 0)
 			;
 		rc = audit_result(a, ret, err, errlen);
 		audit_close(a);
@@ -277,7 +277,7 @@ int cmd_report(const struct view_req *o)
 	        .audit = d.audited ? &d.audit : NULL,
 	        .audit_none = d.audit_none,
 	        .audit_json = d.audit_json,
-	        .made_ns = stats_realtime_ns(),
+	        .made_ns = sys_realtime_ns(),
 	};
 	if (out == NULL) {
 		snprintf(name, sizeof(name), CMD_REPORT_DEFAULT_NAME, (int)pid);

@@ -31,7 +31,9 @@
 #include "client.h"
 #include "cmd_audit.h"
 #include "cmd_report.h"
-#include "common.h"
+#include "protocol.h"
+#include "rundir.h"
+#include "text.h"
 #include "views.h"
 
 /*
@@ -170,7 +172,7 @@ static int parse_opts(int argc, char **argv)
 			usage(stdout);
 			exit(EX_OK);
 		case 'V':
-			printf("scratchstat %s (protocol %d)\n", PACKAGE_VERSION, STATS_PROTOCOL);
+			printf("scratchstat %s (protocol %d)\n", PACKAGE_VERSION, PROTOCOL_VERSION);
 			exit(EX_OK);
 		default:
 			usage(stderr);
@@ -201,7 +203,7 @@ static int parse_command(const struct command *c, int nargs, char **args, struct
 		client_say("%s needs a PID", args[0]);
 	else if ((unsigned)nargs - 2 > c->more)
 		client_say("%s takes one PID", args[0]);
-	else if (!stats_parse_pid(args[1], &req->pid))
+	else if (!text_parse_pid(args[1], &req->pid))
 		client_say("invalid PID: '%s'", args[1]);
 	else {
 		req->nargs = nargs - 2;
@@ -256,7 +258,7 @@ static int parse_request(int nargs, char **args, struct view_req *req,
 			*ret_run = commands[i].run;
 			return parse_command(&commands[i], nargs, args, req);
 		}
-	if (!stats_parse_pid(args[0], &req->pid)) {
+	if (!text_parse_pid(args[0], &req->pid)) {
 		client_say("'%s' is neither a PID nor a command (%s)", args[0],
 		           command_list(list, sizeof(list)));
 		usage(stderr);
@@ -296,7 +298,7 @@ static bool is_run_dir_socket(const char *path)
 		snprintf(dir, sizeof(dir), ".");
 	else
 		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-	if (strcmp(slash != NULL ? slash + 1 : path, STATS_SOCKET_NAME) != 0)
+	if (strcmp(slash != NULL ? slash + 1 : path, PROTOCOL_SOCKET_NAME) != 0)
 		return false;
 	return realpath(*dir ? dir : "/", real_dir) != NULL &&
 	       realpath(opt.run_dir, real_run) != NULL && strcmp(real_dir, real_run) == 0;
@@ -345,8 +347,8 @@ int main(int argc, char **argv)
 	}
 	/* A daemon started here serves <run dir>/scratchd.sock: with another
 	 * --socket, none is started (nor a run directory made for one). */
-	rc = stats_run_dir(opt.run_dir_arg, !opt.no_start && opt.socket_arg == NULL, opt.run_dir,
-	                   sizeof(opt.run_dir), err, sizeof(err));
+	rc = rundir_resolve(opt.run_dir_arg, !opt.no_start && opt.socket_arg == NULL, opt.run_dir,
+	                    sizeof(opt.run_dir), err, sizeof(err));
 	if (rc != 0 && opt.socket_arg == NULL) {
 		client_say("%s", err);
 		return rc == -ENAMETOOLONG ? EX_USAGE : EX_NODAEMON;
@@ -358,7 +360,7 @@ int main(int argc, char **argv)
 	         opt.socket_arg != NULL ? opt.socket_arg : opt.run_dir);
 	if (opt.socket_arg == NULL)
 		snprintf(opt.socket + strlen(opt.socket), sizeof(opt.socket) - strlen(opt.socket),
-		         "/%s", STATS_SOCKET_NAME);
+		         "/%s", PROTOCOL_SOCKET_NAME);
 	cc.socket = opt.socket;
 	cc.run_dir = opt.run_dir;
 	opt.req.run_dir = opt.run_dir[0] != '\0' ? opt.run_dir : NULL;

@@ -19,8 +19,9 @@
 #include <unistd.h>
 
 #include "client.h"
-#include "common.h"
 #include "symbols.h"
+#include "sys.h"
+#include "text.h"
 #include "views.h"
 
 /* The request the running view shows (one view runs per process). */
@@ -231,8 +232,8 @@ static void print_processes(const json_t *v)
 		       (unsigned long long)view_num(p, "pid"), cmd, pad, "",
 		       (unsigned long long)view_num(p, "threads"),
 		       (unsigned long long)view_num(p, "allocs"), h,
-		       stats_human(view_num(p, "retained"), ret, sizeof(ret)),
-		       stats_human(view_num(p, "leased"), lea, sizeof(lea)),
+		       text_human(view_num(p, "retained"), ret, sizeof(ret)),
+		       text_human(view_num(p, "leased"), lea, sizeof(lea)),
 		       (unsigned long long)view_num(p, "growths"), state);
 	}
 	json_array_foreach(json_object_get(v, "rejected"), i, r)
@@ -250,15 +251,15 @@ static void print_threads(const json_t *p)
 	       json_is_string(json_object_get(p, "exit_reason")) ? " " : "",
 	       json_is_string(json_object_get(p, "exit_reason")) ? view_str(p, "exit_reason") : "",
 	       (unsigned long long)view_num(p, "threads"),
-	       stats_human(view_num(p, "retained"), a, sizeof(a)),
-	       stats_human(view_num(p, "leased"), b, sizeof(b)),
+	       text_human(view_num(p, "retained"), a, sizeof(a)),
+	       text_human(view_num(p, "leased"), b, sizeof(b)),
 	       (unsigned long long)view_num(p, "growths"));
 	pools_note(p, note, sizeof(note));
 	if (json_is_string(json_object_get(p, "pools_off")))
 		printf("%s\n", note + 2); /* past the ", " */
 	else if (note[0] != '\0')
 		printf("max_size lowered to %s to fit the address space granted\n",
-		       stats_human(view_num(p, "max_size"), c, sizeof(c)));
+		       text_human(view_num(p, "max_size"), c, sizeof(c)));
 	printf("%8s %-16s %10s %6s %10s %10s %10s %8s %8s %8s %s\n", "TID", "NAME", "ALLOCS",
 	       "HIT%", "RETAINED", "LEASED", "PEAK", "GROWTHS", "RFREE-IN", "RFREE-OUT", "STATE");
 	json_array_foreach(json_object_get(p, "thread_table"), i, t)
@@ -269,16 +270,16 @@ static void print_threads(const json_t *p)
 		printf("%8llu %-16s %10llu %6s %10s %10s %10s %8llu %8llu %8llu %s\n",
 		       (unsigned long long)view_num(t, "tid"), view_str(t, "name"),
 		       (unsigned long long)view_num(t, "allocs"), h,
-		       stats_human(view_num(t, "retained"), a, sizeof(a)),
-		       stats_human(view_num(t, "leased"), b, sizeof(b)),
-		       stats_human(view_num(t, "peak_leased"), pk, sizeof(pk)),
+		       text_human(view_num(t, "retained"), a, sizeof(a)),
+		       text_human(view_num(t, "leased"), b, sizeof(b)),
+		       text_human(view_num(t, "peak_leased"), pk, sizeof(pk)),
 		       (unsigned long long)view_num(t, "growths"),
 		       (unsigned long long)view_num(t, "remote_frees_in"),
 		       (unsigned long long)view_num(t, "remote_frees_out"), view_str(t, "state"));
 	}
 	if (view_num(p, "depot_bytes") != 0 || view_num(p, "threads_exited") != 0)
 		printf("depot %s, %llu exited threads folded in\n",
-		       stats_human(view_num(p, "depot_bytes"), c, sizeof(c)),
+		       text_human(view_num(p, "depot_bytes"), c, sizeof(c)),
 		       (unsigned long long)view_num(p, "threads_exited"));
 }
 
@@ -293,9 +294,9 @@ static void print_owners(const json_t *v)
 	json_array_foreach(json_object_get(v, "owners"), i, o)
 	        printf("%4llu %-10s %-20s %10s %10s %10s %8llu %10llu %8llu %8llu %s\n",
 	               (unsigned long long)view_num(o, "id"), view_str(o, "kind"),
-	               view_str(o, "name"), stats_human(view_num(o, "retained"), a, sizeof(a)),
-	               stats_human(view_num(o, "leased"), b, sizeof(b)),
-	               stats_human(view_num(o, "panel_bytes"), c, sizeof(c)),
+	               view_str(o, "name"), text_human(view_num(o, "retained"), a, sizeof(a)),
+	               text_human(view_num(o, "leased"), b, sizeof(b)),
+	               text_human(view_num(o, "panel_bytes"), c, sizeof(c)),
 	               (unsigned long long)view_num(o, "growths"),
 	               (unsigned long long)view_num(o, "dispatches"),
 	               (unsigned long long)view_num(o, "parks"),
@@ -307,8 +308,8 @@ static const char *class_range(const json_t *k, char *buf, size_t len)
 {
 	char a[32], b[32];
 
-	snprintf(buf, len, "%s-%s", stats_human(view_num(k, "size_min"), a, sizeof(a)),
-	         stats_human(view_num(k, "size"), b, sizeof(b)));
+	snprintf(buf, len, "%s-%s", text_human(view_num(k, "size_min"), a, sizeof(a)),
+	         text_human(view_num(k, "size"), b, sizeof(b)));
 	return buf;
 }
 
@@ -352,7 +353,7 @@ static void sizes_footer(const json_t *v)
 	if (first != NULL)
 		printf("smallest pooled requests at %s\n", class_range(first, a, sizeof(a)));
 	printf("requests below min_size (%s) are not pooled: %llu calls passed through\n",
-	       stats_human(view_num(v, "min_size"), b, sizeof(b)),
+	       text_human(view_num(v, "min_size"), b, sizeof(b)),
 	       (unsigned long long)view_num(v, "passthrough"));
 }
 
@@ -385,16 +386,16 @@ static void print_sizes(const json_t *v)
 		       (unsigned long long)view_num(k, "larger_hits"),
 		       (unsigned long long)view_num(k, "depot_hits"),
 		       (unsigned long long)view_num(k, "misses"),
-		       stats_human(view_num(k, "idle_bytes"), a, sizeof(a)),
-		       stats_human(view_num(k, "leased_bytes"), b, sizeof(b)), bar);
+		       text_human(view_num(k, "idle_bytes"), a, sizeof(a)),
+		       text_human(view_num(k, "leased_bytes"), b, sizeof(b)), bar);
 	}
 	printf("%-22s %10llu %6s %8llu %8llu %8llu %10s %10s\n", "total",
 	       (unsigned long long)view_num(t, "requests"), "",
 	       (unsigned long long)view_num(t, "larger_hits"),
 	       (unsigned long long)view_num(t, "depot_hits"),
 	       (unsigned long long)view_num(t, "misses"),
-	       stats_human(view_num(t, "idle_bytes"), a, sizeof(a)),
-	       stats_human(view_num(t, "leased_bytes"), b, sizeof(b)));
+	       text_human(view_num(t, "idle_bytes"), a, sizeof(a)),
+	       text_human(view_num(t, "leased_bytes"), b, sizeof(b)));
 	sizes_footer(v);
 }
 
@@ -426,8 +427,8 @@ static void print_history(const json_t *v)
 		       (unsigned long long)view_num(s, "threads"),
 		       (unsigned long long)view_num(s, "allocs"), h,
 		       (unsigned long long)view_num(s, "growths"),
-		       stats_human(view_num(s, "retained"), a, sizeof(a)),
-		       stats_human(view_num(s, "leased"), b, sizeof(b)));
+		       text_human(view_num(s, "retained"), a, sizeof(a)),
+		       text_human(view_num(s, "leased"), b, sizeof(b)));
 	}
 }
 
@@ -471,11 +472,11 @@ static void refresh_symbols(struct trace_ctx *tc)
 	 * serves them: these cover the libraries of every record seen so far. */
 	tc->maps_seq = tc->seen;
 	if (client_get_text(path, &body, &status) != EX_OK || status != 200) {
-		tc->maps_at = stats_mono_ns();
+		tc->maps_at = sys_mono_ns();
 		free(body);
 		return;
 	}
-	tc->maps_at = stats_mono_ns();
+	tc->maps_at = sys_mono_ns();
 	if (tc->maps != NULL && body != NULL && strcmp(tc->maps, body) == 0) {
 		free(body);
 		return;
@@ -531,7 +532,7 @@ static void symbolize(struct trace_ctx *tc, json_t *rec)
 		/* A record newer than the maps may come from a library loaded
 		 * since: fetch them again, however recent the last fetch. */
 		if (!ok && !known_unresolved(tc, ip) &&
-		    (seq > tc->maps_seq || stats_mono_ns() - tc->maps_at > 1000000000u)) {
+		    (seq > tc->maps_seq || sys_mono_ns() - tc->maps_at > 1000000000u)) {
 			refresh_symbols(tc);
 			ok = tc->sym != NULL && symbols_lookup(tc->sym, ip, &si);
 		}
@@ -604,7 +605,7 @@ static void print_record(struct trace_ctx *tc, const json_t *r)
 	clock_of(view_num(r, "time_ns"), t, sizeof(t));
 	printf("%8llu %-12s %8llu %10s %5llu %4lld %4lld %-12s %s\n",
 	       (unsigned long long)view_num(r, "seq"), t, (unsigned long long)view_num(r, "tid"),
-	       stats_human(view_num(r, "bytes"), sz, sizeof(sz)),
+	       text_human(view_num(r, "bytes"), sz, sizeof(sz)),
 	       (unsigned long long)view_num(r, "class"),
 	       (long long)json_integer_value(json_object_get(r, "cpu")),
 	       (long long)json_integer_value(json_object_get(r, "node")),
@@ -783,7 +784,7 @@ static uint64_t sample_time(const json_t *v)
 	uint64_t at = view_num(v, "sampled_ns"), end = view_num(v, "exit_ns");
 
 	if (at == 0)
-		at = stats_realtime_ns(); /* a daemon that does not say */
+		at = sys_realtime_ns(); /* a daemon that does not say */
 	if (strcmp(view_str(v, "state"), "live") != 0 && end != 0 && end < at)
 		at = end;
 	return at;
@@ -832,8 +833,8 @@ static void print_interval(const json_t *o)
 	       json_real_value(json_object_get(o, "allocs_per_s")), h,
 	       json_real_value(json_object_get(o, "growths_per_s")),
 	       json_real_value(json_object_get(o, "frees_per_s")),
-	       stats_human(view_num(o, "retained"), a, sizeof(a)),
-	       stats_human(view_num(o, "leased"), b, sizeof(b)), view_str(o, "state"),
+	       text_human(view_num(o, "retained"), a, sizeof(a)),
+	       text_human(view_num(o, "leased"), b, sizeof(b)), view_str(o, "state"),
 	       json_is_true(json_object_get(o, "new_image")) ? " (new image: exec)" : "");
 }
 

@@ -1,9 +1,13 @@
 # stats/segread/: the validating segment reader (segread), what scratchd
-# and scratchstat share beside it (common), and the reader's fuzz target.
-# The bottom of stats/: it includes nothing of the other folders.
+# and scratchstat share beside it - the run directory (rundir), the
+# socket's name and protocol version (protocol.h), what they read from the
+# system (sys), text for people (text) - and the reader's fuzz target. The
+# bottom of stats/: it includes nothing of the other folders.
 noinst_LTLIBRARIES += libscratch_segread.la
 libscratch_segread_la_SOURCES = stats/segread/segread.c stats/segread/segread.h \
-	stats/segread/common.c stats/segread/common.h src/segment.h
+	stats/segread/rundir.c stats/segread/rundir.h stats/segread/protocol.h \
+	stats/segread/sys.c stats/segread/sys.h stats/segread/text.c stats/segread/text.h \
+	src/segment.h
 libscratch_segread_la_CPPFLAGS = $(STATS_SEGREAD_CPPFLAGS)
 libscratch_segread_la_CFLAGS = $(AM_CFLAGS)
 
