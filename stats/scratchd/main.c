@@ -1,5 +1,5 @@
 /*
- * scratchd.c - the stats daemon's main: its options, its socket and the
+ * main.c - scratchd, the stats daemon: its options, its socket and the
  * poll loop that drives the registry.
  *
  * The loop waits on the run directory's inotify watch and a signalfd, with

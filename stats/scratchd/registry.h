@@ -6,7 +6,7 @@
  * segment reader, samples their counters into a history, drains their
  * trace rings, notices exits and reused pids, keeps exited processes for
  * the retention period and evicts them early under --max-exited and
- * --memory-budget. It knows nothing of HTTP or JSON: scratchd.c drives it
+ * --memory-budget. It knows nothing of HTTP or JSON: main.c drives it
  * from its poll loop, serve.c reads it to answer requests.
  *
  * Locking: one mutex guards the table and everything in it. Every function
