@@ -4,7 +4,7 @@
  * A program faults N fresh 4 KiB pages (an anonymous mapping with
  * MADV_NOHUGEPAGE, one byte written per page) and times it:
  *   off      no sampling;
- *   attach   one software page-fault event on the thread (stats/faults.c
+ *   attach   one software page-fault event on the thread (stats/audit/faults.c
  *            attach mode), its ring drained in-band every 1024 pages, so
  *            the drain is part of the cost;
  *   launch   the same program re-executed under faults_launch (one

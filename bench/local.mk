@@ -73,9 +73,9 @@ bench_libforward_jemalloc_la_CFLAGS = $(AM_CFLAGS) $(JEMALLOC_CFLAGS) -fvisibili
 bench_libforward_jemalloc_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 bench_libforward_jemalloc_la_LIBADD = $(JEMALLOC_LIBS) -ldl
 
-# First-toucher sampling's cost per page fault (issue 14): stats/faults.c.
+# First-toucher sampling's cost per page fault (issue 14): stats/audit/faults.c.
 noinst_PROGRAMS += bench/faults
 bench_faults_SOURCES = bench/faults_bench.c bench/bench.h
-bench_faults_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/stats
-bench_faults_LDADD = libscratch_locality.la libscratch_segread.la
+bench_faults_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/stats/audit
+bench_faults_LDADD = libscratch_audit.la libscratch_segread.la
 BENCH_RUN += bench/faults

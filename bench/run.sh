@@ -112,7 +112,7 @@ shim_glibc=$top/preload/.libs/libscratch-preload.so
 shim_je=$top/preload/.libs/libscratch-preload-jemalloc.so
 forward=$top/bench/.libs/libforward.so
 forward_je=$top/bench/.libs/libforward-jemalloc.so
-scratchstat=$top/stats/scratchstat
+scratchstat=$top/stats/scratchstat/scratchstat
 
 # cfg_env CFG: the environment assignments of one configuration.
 cfg_env() {

@@ -1,12 +1,12 @@
 /*
  * check_fields.c - the names scratchd serves, pinned: every key of every
  * JSON document and every metric family of /metrics, as the field tables
- * of stats/docs.c render them for a process built in memory, compared with
- * the lists below. A key or a metric name that changes, appears or goes
- * fails here first; change the list in the same commit as the table, the
- * man pages and contrib/grafana/scratch.json. Beside the names: the
- * Prometheus conventions the tables promise, and the two renderings of one
- * field agreeing.
+ * of stats/scratchd/documents.c render them for a process built in memory,
+ * compared with the lists below. A key or a metric name that changes,
+ * appears or goes fails here first; change the list in the same commit as
+ * the table, the man pages and contrib/grafana/scratch.json. Beside the
+ * names: the Prometheus conventions the tables promise, and the two
+ * renderings of one field agreeing.
  */
 #include "config.h"
 
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../stats/docs.h"
+#include "documents.h"
 #include "suites.h"
 
 /* ---------------------------------------------------------------------- */
@@ -328,22 +328,22 @@ static void keys_are(const char *what, json_t *doc, const char **want, size_t n)
 		keys_are(#list, doc, w, sizeof(w) / sizeof(w[0]));                                 \
 	} while (0)
 
-static struct docs_daemon daemon_facts(void)
+static struct documents_daemon daemon_facts(void)
 {
 	static const struct registry_proc *procs[1];
 	static const struct registry_rejected *rej[1];
 
 	procs[0] = &proc;
 	rej[0] = &rejected;
-	return (struct docs_daemon){.pid = 1,
-	                            .version = "0",
-	                            .run_dir = "/run/x",
-	                            .conf = &conf,
-	                            .counts = &counts,
-	                            .procs = procs,
-	                            .nprocs = 1,
-	                            .rejected = rej,
-	                            .nrejected = 1};
+	return (struct documents_daemon){.pid = 1,
+	                                 .version = "0",
+	                                 .run_dir = "/run/x",
+	                                 .conf = &conf,
+	                                 .counts = &counts,
+	                                 .procs = procs,
+	                                 .nprocs = 1,
+	                                 .rejected = rej,
+	                                 .nrejected = 1};
 }
 
 /* ---------------------------------------------------------------------- */
@@ -352,21 +352,21 @@ static struct docs_daemon daemon_facts(void)
 
 START_TEST(json_keys)
 {
-	struct docs_daemon d = daemon_facts();
+	struct documents_daemon d = daemon_facts();
 
-	KEYS_ARE(docs_info(&d), info_keys);
-	KEYS_ARE(docs_processes(&d), processes_keys);
-	KEYS_ARE(docs_process(&proc), process_keys);
-	KEYS_ARE(docs_threads(&proc), threads_keys);
-	KEYS_ARE(docs_owners(&proc), owners_keys);
-	KEYS_ARE(docs_sizes(&proc), sizes_keys);
-	KEYS_ARE(docs_history(&proc, &conf), history_keys);
-	KEYS_ARE(docs_trace(&proc, 1, 10), trace_keys);
-	KEYS_ARE(docs_record(&proc, &record), record_keys);
-	KEYS_ARE(docs_gone(1, 2), gone_keys);
-	KEYS_ARE(docs_lost(3), lost_keys);
-	KEYS_ARE(docs_end("exit"), end_keys);
-	KEYS_ARE(docs_error("no"), error_keys);
+	KEYS_ARE(documents_info(&d), info_keys);
+	KEYS_ARE(documents_processes(&d), processes_keys);
+	KEYS_ARE(documents_process(&proc), process_keys);
+	KEYS_ARE(documents_threads(&proc), threads_keys);
+	KEYS_ARE(documents_owners(&proc), owners_keys);
+	KEYS_ARE(documents_sizes(&proc), sizes_keys);
+	KEYS_ARE(documents_history(&proc, &conf), history_keys);
+	KEYS_ARE(documents_trace(&proc, 1, 10), trace_keys);
+	KEYS_ARE(documents_record(&proc, &record), record_keys);
+	KEYS_ARE(documents_gone(1, 2), gone_keys);
+	KEYS_ARE(documents_lost(3), lost_keys);
+	KEYS_ARE(documents_end("exit"), end_keys);
+	KEYS_ARE(documents_error("no"), error_keys);
 }
 END_TEST
 
@@ -379,7 +379,7 @@ static char *metrics(void)
 	FILE *f = open_memstream(&buf, &len);
 
 	ck_assert_ptr_nonnull(f);
-	docs_metrics(f, v, 1, &counts);
+	documents_metrics(f, v, 1, &counts);
 	ck_assert_int_eq(fclose(f), 0);
 	return buf;
 }
@@ -487,7 +487,7 @@ END_TEST
  * exited process has no live threads in either. */
 START_TEST(renderings_agree)
 {
-	json_t *j = docs_process(&proc);
+	json_t *j = documents_process(&proc);
 	char *text, want[128];
 
 	snprintf(want, sizeof(want), "\nscratch_retained_bytes{pid=\"4242\",exe=\"host\"} %lld\n",
@@ -497,7 +497,7 @@ START_TEST(renderings_agree)
 	ck_assert_msg(strstr(text, want) != NULL, "%s", want);
 	free(text);
 	proc.live = false;
-	j = docs_process(&proc);
+	j = documents_process(&proc);
 	ck_assert_int_eq(json_integer_value(json_object_get(j, "threads")), 0);
 	json_decref(j);
 	text = metrics();
@@ -519,7 +519,7 @@ START_TEST(hostile_names)
 
 	snprintf(thread.name, sizeof(thread.name), "a\xff\nb");
 	snprintf(proc.seg.exe, sizeof(proc.seg.exe), "/x/\xc3(\"q\"");
-	j = docs_threads(&proc);
+	j = documents_threads(&proc);
 	ck_assert_str_eq(json_string_value(json_object_get(
 	                         json_array_get(json_object_get(j, "threads"), 0), "name")),
 	                 "a??b");

@@ -1,6 +1,6 @@
 /*
  * check_locality.c - unit suites of the locality audit's data collection
- * (stats/topology, stats/placement, stats/faults), in the one Check runner
+ * (topology, placement and faults of stats/audit/), in the one Check runner
  * (tests/check_scratch.c). Pure parsers get hostile text; the syscall paths run
  * against this process and its children. A case that needs sampling and
  * finds it refused here (perf_event_paranoid) checks the reason instead.
@@ -22,9 +22,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../stats/faults.h"
-#include "../stats/placement.h"
-#include "../stats/topology.h"
+#include "faults.h"
+#include "placement.h"
+#include "topology.h"
 #include "suites.h"
 
 /* ThreadSanitizer's runtime runs a thread of its own in every process,

@@ -1,5 +1,5 @@
 /*
- * check_report.c - the HTML report's unit suite (stats/report*.c): the
+ * check_report.c - the HTML report's unit suite (stats/report/): the
  * escaping of untrusted text byte by byte (markup, invalid UTF-8, controls,
  * bidirectional overrides), whole pages rendered from scratchd-shaped JSON
  * with hostile names, and the locality section from a hand-made audit
@@ -16,11 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../stats/common.h"
-#include "../stats/report.h"
-#include "../stats/report_svg.h"
-#include "../stats/thread_history.h"
+#include "html.h"
+#include "report.h"
 #include "suites.h"
+#include "text.h"
+#include "thread_points.h"
 
 #define FFFD "\xef\xbf\xbd"
 
@@ -92,10 +92,10 @@ START_TEST(human_sizes)
 {
 	char b[32];
 
-	ck_assert_str_eq(stats_human(0, b, sizeof(b)), "0 B");
-	ck_assert_str_eq(stats_human(1023, b, sizeof(b)), "1023 B");
-	ck_assert_str_eq(stats_human(1536, b, sizeof(b)), "1.5 KiB");
-	ck_assert_str_eq(stats_human(3u << 20, b, sizeof(b)), "3.0 MiB");
+	ck_assert_str_eq(text_human(0, b, sizeof(b)), "0 B");
+	ck_assert_str_eq(text_human(1023, b, sizeof(b)), "1023 B");
+	ck_assert_str_eq(text_human(1536, b, sizeof(b)), "1.5 KiB");
+	ck_assert_str_eq(text_human(3u << 20, b, sizeof(b)), "3.0 MiB");
 }
 END_TEST
 
@@ -354,7 +354,7 @@ START_TEST(audit_none)
 END_TEST
 
 /* ---------------------------------------------------------------------- */
-/* scratchd's thread points (stats/thread_history.c)                       */
+/* scratchd's thread points (stats/scratchd/thread_points.c)              */
 /* ---------------------------------------------------------------------- */
 
 /* 20 live threads retaining 1..20 MiB in a shuffled order, two of them

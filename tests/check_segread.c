@@ -1,5 +1,5 @@
 /*
- * check_segread.c - the stats segment reader (stats/segread.c) on segments
+ * check_segread.c - the stats segment reader (stats/segread/segread.c) on segments
  * built in memory: validation, the seqlock and totals contract of
  * segment.h, trace ring wrap, torn and unwritten records, the per size
  * class section and segments of writers older than it, the block table.
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../stats/segread.h"
+#include "segread.h"
 #include "suites.h"
 
 #define SLOTS 4

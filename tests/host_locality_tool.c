@@ -1,6 +1,6 @@
 /*
  * host_locality_tool.c - drives the audit's data collection modules
- * (stats/topology, stats/placement, stats/faults) from the command line, for
+ * (topology, placement, faults of stats/audit/) from the command line, for
  * the locality tests (tests/guest_locality.test, tests/locality_host.test).
  *
  *   host_locality_tool [--json] topology PID
@@ -37,9 +37,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
 #include "faults.h"
 #include "placement.h"
+#include "sys.h"
+#include "text.h"
 #include "topology.h"
 
 enum {
@@ -208,7 +209,7 @@ static json_t *name_json(const char *name)
 	json_t *s;
 
 	snprintf(buf, sizeof(buf), "%s", name);
-	stats_mask_controls(buf);
+	text_mask_controls(buf);
 	s = json_string(buf);
 	return s != NULL ? s : json_string("?");
 }
@@ -589,11 +590,11 @@ static void announce(faults_t *f, unsigned from)
 /* Sample for seconds or until the process is gone, rescanning its threads. */
 static int attach_loop(faults_t *f, uint64_t seconds, struct collect *c)
 {
-	uint64_t until = stats_mono_ns() + seconds * 1000000000ULL;
+	uint64_t until = sys_mono_ns() + seconds * 1000000000ULL;
 	struct faults_stats st;
 	char err[256];
 
-	while (stats_mono_ns() < until) {
+	while (sys_mono_ns() < until) {
 		int r;
 
 		faults_wait(f, 50);

@@ -7,6 +7,7 @@ tests_check_scratch_SOURCES = tests/check_scratch.c tests/suites.h \
 	tests/check_pool_reuse.c tests/check_pool_decay.c \
 	tests/check_workers.c tests/check_arena.c tests/check_workspace.c tests/check_stats_abi.c \
 	tests/check_debug.c
+tests_check_scratch_CPPFLAGS = $(AM_CPPFLAGS)
 tests_check_scratch_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_check_scratch_LDADD = libscratch.la libscratch_conf.la $(CHECK_LIBS) $(PTHREAD_LIBS)
 TESTS += tests/check_scratch

@@ -4,9 +4,9 @@
 
 check_PROGRAMS += tests/host_locality_tool
 tests_host_locality_tool_SOURCES = tests/host_locality_tool.c
-tests_host_locality_tool_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/stats
+tests_host_locality_tool_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/stats/audit -I$(srcdir)/stats/segread
 tests_host_locality_tool_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
-tests_host_locality_tool_LDADD = libscratch_locality.la libscratch_segread.la $(JANSSON_LIBS)
+tests_host_locality_tool_LDADD = libscratch_audit.la libscratch_segread.la $(JANSSON_LIBS)
 
 # The pools' per-node depot in the guest: libscratch linked in statically,
 # so the guest needs no libtool wrapper.
@@ -26,4 +26,5 @@ EXTRA_DIST += tests/locality_host.test tests/guest_locality.test tests/locality_
 
 # The modules' unit suites, in the one Check runner.
 tests_check_scratch_SOURCES += tests/check_locality.c
-tests_check_scratch_LDADD += libscratch_locality.la libscratch_segread.la
+tests_check_scratch_CPPFLAGS += -I$(srcdir)/stats/audit
+tests_check_scratch_LDADD += libscratch_audit.la libscratch_segread.la $(DW_LIBS)

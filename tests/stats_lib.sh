@@ -14,8 +14,8 @@ stats_setup() {
   SCRATCH_RUNTIME_DIR=$RUN
   export SCRATCH_RUNTIME_DIR
   unset XDG_RUNTIME_DIR
-  SD=$top_builddir/stats/scratchd
-  SS="$top_builddir/stats/scratchstat --no-start"
+  SD=$top_builddir/stats/scratchd/scratchd
+  SS="$top_builddir/stats/scratchstat/scratchstat --no-start"
   HOST=$top_builddir/tests/host_stats
   HOST_PREFIX=
   TOOL=$top_builddir/tests/host_stats_tool
