@@ -28,3 +28,6 @@ EXTRA_DIST += tests/locality_host.test tests/guest_locality.test tests/locality_
 tests_check_scratch_SOURCES += tests/check_locality.c
 tests_check_scratch_CPPFLAGS += -I$(srcdir)/stats/audit
 tests_check_scratch_LDADD += libscratch_audit.la libscratch_segread.la $(DW_LIBS)
+
+# The whole-process audit (issue 24): its tests live in tests/locality/.
+include $(srcdir)/tests/locality/audit.mk
