@@ -35,9 +35,12 @@ static const char *const MAPS_TEXT =
         "7f2000001000-7f2000801000 rw-p 00000000 00:00 0 \n"
         "7f3000000000-7f3004000000 r--s 00000000 08:01 99          /models/my model.gguf\n"
         "7f3100000000-7f3100100000 rw-s 00000000 00:1a 7                          /dev/shm/seg\n"
-        "7f3200000000-7f3200100000 rw-s 00000000 00:01 32768                      /SYSV00000000 (deleted)\n"
-        "7f3300000000-7f3300100000 rw-s 00000000 00:01 5                          /memfd:kv (deleted)\n"
-        "7f3400000000-7f3400100000 rw-s 00000000 00:01 6                          /dev/zero (deleted)\n"
+        "7f3200000000-7f3200100000 rw-s 00000000 00:01 32768                      /SYSV00000000 "
+        "(deleted)\n"
+        "7f3300000000-7f3300100000 rw-s 00000000 00:01 5                          /memfd:kv "
+        "(deleted)\n"
+        "7f3400000000-7f3400100000 rw-s 00000000 00:01 6                          /dev/zero "
+        "(deleted)\n"
         "7f3500000000-7f3500100000 rw-p 00000000 00:00 0                          [anon:kv cache]\n"
         "7f4000000000-7f4100000000 ---p 00000000 00:00 0 \n"
         "7f4100000000-7f4100200000 rw-p 00000000 00:00 0 \n"
@@ -181,8 +184,8 @@ START_TEST(test_numa)
 	ck_assert_uint_eq(m.moved_bytes[1], 3 * 4096);
 	ck_assert(!at(&m, 0x7f2000001000ull)->have_numa);
 	/* a second join replaces the counts */
-	ck_assert_int_eq(maps_join_numa(&m, "7f0000000000 default anon=1 N0=1 kernelpagesize_kB=4\n"),
-	                 0);
+	ck_assert_int_eq(
+	        maps_join_numa(&m, "7f0000000000 default anon=1 N0=1 kernelpagesize_kB=4\n"), 0);
 	ck_assert_uint_eq(m.nodes, 1);
 	ck_assert_uint_eq(at(&m, 0x7f0000000000ull)->resident, 4096);
 	ck_assert_uint_eq(at(&m, 0x7f1000000000ull)->resident, 0);
@@ -244,7 +247,8 @@ START_TEST(test_syscall)
 	ck_assert_int_eq(maps_parse_syscall("running\n", &sp), -EAGAIN);
 	ck_assert_int_eq(maps_parse_syscall("", &sp), -EINVAL);
 	ck_assert_int_eq(maps_parse_syscall("1 2 3\n", &sp), -EINVAL);
-	ck_assert_int_eq(maps_parse_syscall("202 0x1 0x2 0x3 0x4 0x5 0x6 0xzz 0x7\n", &sp), -EINVAL);
+	ck_assert_int_eq(maps_parse_syscall("202 0x1 0x2 0x3 0x4 0x5 0x6 0xzz 0x7\n", &sp),
+	                 -EINVAL);
 	ck_assert_int_eq(maps_parse_syscall("202 0x1 0x2 0x3 0x4 0x5 0x6 0x7\n", &sp), -EINVAL);
 	ck_assert_int_eq(maps_parse_syscall(NULL, &sp), -EINVAL);
 	ck_assert_uint_eq(sp, 0x7ffd00020000ull);
