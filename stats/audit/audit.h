@@ -246,6 +246,7 @@ struct audit_mapping {
 	int8_t bar[AUDIT_BAR]; /* node of each 1/64th, AUDIT_BAR_ABSENT, AUDIT_BAR_MIXED */
 	/* file and shared memory: page-cache provenance, bytes per class */
 	bool have_prov;
+	bool cache_pinned; /* on tmpfs or ramfs: its pages cannot be dropped from the cache */
 	uint64_t prov[AUDIT_PROVS];
 	char prov_note[AUDIT_REASON_LEN]; /* why a class is unknown, "" */
 	/* who uses it, and the bytes off their nodes */

@@ -370,7 +370,7 @@ static void fix_shared(struct join *j, struct audit_finding *f)
 
 	if (f->risk)
 		put(f->fix, sizeof(f->fix), "on a multi-node machine: ");
-	if (before && o->category == MAPS_SHM) {
+	if (before && (o->category == MAPS_SHM || o->cache_pinned)) {
 		/* tmpfs pages stay where they were first written */
 		if (!fits_text(r, f->fix, sizeof(f->fix), ""))
 			put(f->fix, sizeof(f->fix),

@@ -48,6 +48,7 @@ struct alook {
 	uint64_t inode, offset, len;
 	uint32_t gen;   /* touch generation at the look: runs below it came before */
 	bool at_attach; /* taken at an attach: the process may have touched it before */
+	bool pinned;    /* tmpfs or ramfs: its pages never leave the page cache */
 	int error;      /* no look: -errno, reason in note */
 	char note[128];
 	uint8_t *resident;

@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -84,16 +85,25 @@ static int stack_pointer(pid_t pid, pid_t tid, uint64_t *sp)
 	return rc == -ENODATA && refused != 0 ? refused : rc;
 }
 
-/* The stack pointers of the threads alive now; a thread running when
- * read keeps the one read before. */
+/* The stack pointers of the threads: those alive now (a thread running
+ * when read keeps the one read before), then those of threads that
+ * ended, last: glibc keeps an ended thread's stack mapped (its cache of
+ * stacks), with its pages, until a new thread takes it, and maps_classify
+ * lets a later entry win, so a live thread that reuses it does. */
 static void stacks_refresh(struct audit *a)
 {
-	struct astack *n = calloc(a->nthreads + 1, sizeof(*n));
+	struct astack *n = calloc(a->nthreads + a->nstacks + 1, sizeof(*n));
 	size_t k = 0, refused = 0, alive = 0;
 	int why = 0;
 
 	if (n == NULL)
 		return;
+	for (size_t i = 0; i < a->nstacks; i++) {
+		const struct audit_thread *t = audit__thread_find(a, a->stacks[i].tid, false);
+
+		if (t != NULL && !t->alive)
+			n[k++] = a->stacks[i];
+	}
 	for (size_t i = 0; i < a->nthreads; i++) {
 		const struct audit_thread *t = &a->threads[i].t;
 		uint64_t sp = 0;
@@ -246,6 +256,14 @@ static void look_take(struct audit *a, const struct maps_entry *e, struct alook 
 		         "the file at that path is not the one mapped (replaced or deleted)");
 		return;
 	}
+	{
+		struct statfs sf;
+
+		/* tmpfs (0x01021994) and ramfs (0x858458f6) pages stay cached */
+		l->pinned =
+		        fstatfs(fd, &sf) == 0 &&
+		        (sf.f_type == 0x01021994 || sf.f_type == (__typeof__(sf.f_type))0x858458f6);
+	}
 	rc = look_file(fd, l);
 	close(fd);
 	if (rc != 0) {
@@ -292,6 +310,10 @@ static void looks_take(struct audit *a, const struct maps *m)
 			return;
 		a->looks = nl;
 		look_take(a, e, &a->looks[a->nlooks++]);
+		/* faults while mincore ran count as before the look: a page the
+		 * process faulted then is "unknown", never "resident before" */
+		audit__drain(a);
+		a->looks[a->nlooks - 1].gen = touch_generation(&a->touch);
 	}
 }
 
@@ -299,12 +321,33 @@ static void looks_take(struct audit *a, const struct maps *m)
 /* The maps                                                                */
 /* ---------------------------------------------------------------------- */
 
+/* The default stack size of the process's threads: glibc takes
+ * RLIMIT_STACK's soft limit, 32 MiB on x86-64 when it is unlimited. */
+static uint64_t stack_max(pid_t pid)
+{
+	char path[64], *t, *p;
+	uint64_t v = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/limits", (int)pid);
+	t = sys_read_file(path, 1 << 16, NULL);
+	p = t != NULL ? strstr(t, "Max stack size") : NULL;
+	if (p != NULL) {
+		p += strlen("Max stack size");
+		while (*p == ' ')
+			p++;
+		v = strncmp(p, "unlimited", 9) == 0 ? 32u << 20 : strtoull(p, NULL, 10);
+	}
+	free(t);
+	return v;
+}
+
 static struct maps_context context(struct audit *a)
 {
 	struct maps_context c = {.pid = a->pid,
 	                         .pool_lo = a->region_lo,
 	                         .pool_hi = a->region_hi,
 	                         .max_size = a->have_seg ? a->seg.max_size : 0,
+	                         .stack_max = stack_max(a->pid),
 	                         .nstacks = a->nstacks};
 
 	c.stacks = (const struct maps_stack *)a->stacks;

@@ -133,6 +133,16 @@ static enum audit_prov provenance(const struct audit *a, const struct maps_entry
 	return l->at_attach ? AUDIT_PROV_UNKNOWN : AUDIT_PROV_BEFORE;
 }
 
+/* Whether the file of e sits on tmpfs or ramfs, as its look found. */
+static bool pinned(const struct audit *a, const struct maps_entry *e)
+{
+	for (size_t i = 0; i < a->nlooks; i++)
+		if (a->looks[i].inode == e->inode && a->looks[i].dev_major == e->dev_major &&
+		    a->looks[i].dev_minor == e->dev_minor)
+			return a->looks[i].pinned;
+	return e->category == MAPS_SHM;
+}
+
 /* Why part of a mapping's provenance is unknown. */
 static void prov_note(const struct audit *a, const struct maps_entry *e, struct audit_mapping *o)
 {
@@ -227,6 +237,7 @@ static int probes_join(struct join *j, size_t i, struct audit_mapping *o)
 	o->exact = p->present <= p->n;
 	o->probe_bytes = o->exact ? TOUCH_PAGE : p->present * TOUCH_PAGE / p->n;
 	o->have_prov = files && e->inode != 0;
+	o->cache_pinned = o->have_prov && pinned(a, e);
 	for (size_t k = 0; k < p->n; k++) {
 		const struct aprobe *q = &p->p[k];
 		const struct touch_run *r = toucher_of(a, q->page);
@@ -265,8 +276,9 @@ static int probes_join(struct join *j, size_t i, struct audit_mapping *o)
 /* ---------------------------------------------------------------------- */
 
 /* Mark the compute threads: those that used at least 5% of the busiest
- * thread's CPU time. A run too short for the clock's ticks to tell
- * (the busiest under 20 ticks) counts every thread that ran or faulted. */
+ * thread's CPU time, and a tick. A run too short for the clock's ticks to
+ * tell (the busiest under 20 ticks) counts every thread that ran or
+ * faulted. */
 static void compute_threads(struct audit *a)
 {
 	uint64_t most = 0;
@@ -278,7 +290,7 @@ static void compute_threads(struct audit *a)
 		struct audit_thread *t = &a->threads[i].t;
 
 		if (most >= 20)
-			t->compute = t->cpu_ticks * 20 >= most;
+			t->compute = t->cpu_ticks >= 1 && t->cpu_ticks * 20 >= most;
 		else
 			t->compute = t->cpu_ticks > 0 || t->fault_nodes != 0;
 	}

@@ -557,8 +557,19 @@ static void thread_stacks(struct maps *m, const struct maps_context *c)
 		long i = entry_index(m, c->stacks[k].sp, true);
 		struct maps_entry *e = i >= 0 ? &m->e[i] : NULL;
 
-		if (e == NULL || e->category != MAPS_ANON || !anonymous(e))
+		/* a later stack pointer in the same mapping wins (maps.h) */
+		if (e == NULL || !anonymous(e) ||
+		    (e->category != MAPS_ANON && e->category != MAPS_STACK))
 			continue;
+		if (c->stack_max > 0 && e->end - e->start > c->stack_max + (1u << 20)) {
+			char b[32];
+
+			set(e, MAPS_ANON, 0,
+			    "anonymous, %s: holds thread %d's stack, merged by the kernel with "
+			    "adjacent anonymous memory",
+			    text_human(e->end - e->start, b, sizeof(b)), (int)c->stacks[k].tid);
+			continue;
+		}
 		set(e, MAPS_STACK, c->stacks[k].tid,
 		    "holds the stack pointer of thread %d (/proc/PID/task/TID/syscall)",
 		    (int)c->stacks[k].tid);

@@ -24,7 +24,8 @@
  *          alignment, an arena grown to its maximum); the evidence is said;
  *   stack  "[stack]" (the main thread's), or an anonymous mapping that
  *          holds a thread's stack pointer, and the ---p guard right below
- *          it;
+ *          it (unless the kernel merged that stack with an adjacent
+ *          anonymous mapping: too large for a stack, it stays anon);
  *   shm    shared memory: a mapping of /dev/shm, SYSV shared memory
  *          ("/SYSV..."), a memfd ("/memfd:..."), anonymous shared memory
  *          ("/dev/zero (deleted)", or an 's' mapping with no path);
@@ -107,10 +108,17 @@ struct maps_stack {
 
 /* What maps_classify needs besides the text. */
 struct maps_context {
-	pid_t pid;                       /* its main thread owns [stack] */
-	uint64_t pool_lo, pool_hi;       /* the pools' region, 0/0 when unknown */
-	uint64_t max_size;               /* the pools' max_size, 0 when unknown */
-	const struct maps_stack *stacks; /* threads whose stack pointer is known */
+	pid_t pid;                 /* its main thread owns [stack] */
+	uint64_t pool_lo, pool_hi; /* the pools' region, 0/0 when unknown */
+	uint64_t max_size;         /* the pools' max_size, 0 when unknown */
+	/* the largest thread stack expected (glibc's default: RLIMIT_STACK),
+	 * 0: no bound. A mapping holding a stack pointer but larger than
+	 * this by more than 1 MiB is a stack the kernel merged with the
+	 * anonymous mapping above it: it stays anon, and says so. */
+	uint64_t stack_max;
+	/* threads whose stack pointer is known; when two fall in one
+	 * mapping, the later in the array wins */
+	const struct maps_stack *stacks;
 	size_t nstacks;
 };
 

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -191,6 +192,7 @@ static json_t *jmapping(const struct audit_mapping *m)
 			                    json_integer((json_int_t)m->prov[k]));
 		json_object_set_new(p, "note",
 		                    m->prov_note[0] ? json_string(m->prov_note) : json_null());
+		json_object_set_new(p, "cache_pinned", json_boolean(m->cache_pinned));
 		json_object_set_new(o, "provenance", p);
 	} else {
 		json_object_set_new(o, "provenance", json_null());
@@ -806,6 +808,19 @@ static void catch_signals(void)
 	sigaction(SIGHUP, &sa, NULL);
 }
 
+/* What the audit itself cost, up to now: its peak resident set and CPU
+ * time (getrusage of this process alone, not of a launched command). */
+static json_t *jself(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return json_null();
+	return json_pack("{s:I,s:f}", "peak_rss_bytes", (json_int_t)ru.ru_maxrss * 1024, "cpu_s",
+	                 (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	                         (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+}
+
 static int print_result(const struct request *a, const struct audit_result *r)
 {
 	json_t *v = cmd_audit_json(r);
@@ -815,6 +830,7 @@ static int print_result(const struct request *a, const struct audit_result *r)
 		say("out of memory");
 		return AX_FAIL;
 	}
+	json_object_set_new(v, "self", jself());
 	if (a->json) {
 		char *s = json_dumps(v, JSON_INDENT(2));
 

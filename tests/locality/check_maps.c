@@ -383,6 +383,40 @@ START_TEST(test_classify_arena_shapes)
 }
 END_TEST
 
+START_TEST(test_classify_merged_stack)
+{
+	/* a thread's 8 MiB stack above its guard, merged by the kernel with
+	 * the 32 MiB buffer mapped right above it */
+	static const char *const text = "7f0000000000-7f0000001000 ---p 00000000 00:00 0 \n"
+	                                "7f0000001000-7f0002801000 rw-p 00000000 00:00 0 \n";
+	struct maps_stack st = {77, 0x7f0000800000ull};
+	struct maps_context c = {.pid = 1, .stacks = &st, .nstacks = 1, .stack_max = 8u << 20};
+	struct maps m;
+
+	ck_assert_int_eq(maps_parse(text, &m), 0);
+	maps_classify(&m, &c);
+	ck_assert_int_eq(m.e[1].category, MAPS_ANON);
+	ck_assert_msg(strstr(m.e[1].why, "holds thread 77's stack, merged") != NULL, "%s",
+	              m.e[1].why);
+	/* no bound: it is the thread's stack */
+	c.stack_max = 0;
+	maps_classify(&m, &c);
+	ck_assert_int_eq(m.e[1].category, MAPS_STACK);
+	ck_assert_int_eq(m.e[0].tid, 77);
+	/* two stack pointers in one mapping (a cached stack taken over): the
+	 * later wins */
+	{
+		struct maps_stack two[] = {{77, 0x7f0000800000ull}, {78, 0x7f0000900000ull}};
+
+		c.stacks = two;
+		c.nstacks = 2;
+		maps_classify(&m, &c);
+		ck_assert_int_eq(m.e[1].tid, 78);
+	}
+	maps_free(&m);
+}
+END_TEST
+
 /* ---- this process ---- */
 
 START_TEST(test_self)
@@ -447,6 +481,7 @@ Suite *maps_suite(void)
 	tcase_add_test(numa, test_numa_hostile);
 	tcase_add_test(classify, test_classify);
 	tcase_add_test(classify, test_classify_arena_shapes);
+	tcase_add_test(classify, test_classify_merged_stack);
 	tcase_add_test(self, test_self);
 	suite_add_tcase(s, parse);
 	suite_add_tcase(s, numa);
