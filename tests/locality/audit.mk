@@ -12,3 +12,7 @@ tests_locality_host_maps_LDADD = $(PTHREAD_LIBS) -lrt
 
 TESTS += tests/locality/audit_maps.test
 EXTRA_DIST += tests/locality/audit_maps.test
+
+# The findings' fixes applied and audited again in the two-node guest.
+TESTS += tests/locality/guest_audit.test
+EXTRA_DIST += tests/locality/guest_audit.test tests/locality/guest_audit.sh

@@ -22,6 +22,9 @@
  *                       to the last one
  *     --shm             a POSIX shared memory object, a System V segment
  *                       and a memfd, 1 MiB each, written
+ *     --work-ms N       each worker then reads the file and the buffer on,
+ *                       a cache line at a time, until it used N ms of CPU
+ *                       (a compute thread, as CPU time tells them)
  *     --wait-go         before any read, wait for SIGUSR1 (so that an
  *                       audit can look at a file before it is touched)
  *     --exit            exit 0 once everything is done, instead of waiting
@@ -67,6 +70,7 @@ static size_t anon_len;
 static volatile sig_atomic_t done, go;
 static pthread_barrier_t ready_bar;
 static volatile long sink;
+static long work_ms;
 
 static void pin(int cpu)
 {
@@ -93,6 +97,31 @@ static void nap_ms(long ms)
 	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
 
 	nanosleep(&ts, NULL);
+}
+
+static double thread_cpu_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Read the file and the buffer a cache line at a time until this thread
+ * used work_ms of CPU. */
+static void work(void)
+{
+	long s = 0;
+
+	while (thread_cpu_ms() < (double)work_ms) {
+		for (size_t i = 0; file != NULL && i < file_len; i += 64)
+			s += file[i];
+		for (size_t i = 0; anon != NULL && i < anon_len; i += 64)
+			s += anon[i];
+		if (file == NULL && anon == NULL)
+			break;
+	}
+	sink += s;
 }
 
 static void read_all(const volatile char *p, size_t len)
@@ -144,6 +173,7 @@ static void *worker_main(void *arg)
 		read_all(file, file_len);
 	if (anon != NULL)
 		read_all(anon, anon_len);
+	work();
 	pthread_barrier_wait(&ready_bar);
 	while (!done)
 		nap_ms(50);
@@ -227,6 +257,8 @@ int main(int argc, char **argv)
 			pool_mib = strtoul(argv[++i], NULL, 10);
 		else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc)
 			nworkers = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--work-ms") == 0 && i + 1 < argc)
+			work_ms = atol(argv[++i]);
 		else if (strcmp(argv[i], "--mover") == 0)
 			mover = 1;
 		else if (strcmp(argv[i], "--shm") == 0)
