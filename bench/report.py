@@ -6,10 +6,10 @@
 With RESULTS alone it prints everything the run printed on its standard output:
 the header, then each section the file holds, in the order they ran.
 --section prints one section (header, decode, vary, churn, grow, spawn, stats,
-audit, small, pair, programs) with its caption; run.sh calls it so after each
-section's rounds. --table prints one table alone, without its caption
+audit, scale, small, pair, programs) with its caption; run.sh calls it so after
+each section's rounds. --table prints one table alone, without its caption
 (decode-default, decode-main-alloc, vary-default, vary-main-alloc, churn, grow,
-spawn, stats, audit, small, pair).
+spawn, stats, audit, scale, small, pair).
 
 The results file holds one record a line:
     # TEXT                      a comment
@@ -169,7 +169,8 @@ def xfmt(x):
 # --- the results -------------------------------------------------------------
 
 SECTIONS = [
-    "decode", "vary", "churn", "grow", "spawn", "stats", "audit", "small", "pair", "programs"
+    "decode", "vary", "churn", "grow", "spawn", "stats", "audit", "scale", "small", "pair",
+    "programs"
 ]
 TABLES = {
     "decode-default": "decode",
@@ -181,6 +182,7 @@ TABLES = {
     "spawn": "spawn",
     "stats": "stats",
     "audit": "audit",
+    "scale": "scale",
     "small": "small",
     "pair": "pair",
 }
@@ -598,6 +600,44 @@ class Printer:
         self.printf("  %-46s %9.2f%% %13.2f%%\n", "cost of the audit", (1 - num(x)) * 100,
                     (num(y) - 1) * 100)
 
+    def scale_table(self, t):
+        """The whole-process audit of a large host (bench/audit_scale):
+        medians over the rounds, raw and per 8 GiB audited, beside the
+        targets."""
+        r = self.r
+        st = r.status(t, "audit")
+        if st != "":
+            self.printf("  scale: %s\n", st)
+            return
+        self.printf("  host: %s GiB of touched file mapping, %s GiB anonymous; attach window %s s\n",
+                    to_str(r.median(t, "audit", "file_gib")),
+                    to_str(r.median(t, "audit", "anon_gib")),
+                    to_str(r.median(t, "audit", "window_s")))
+        f = "  %-44s %12s %14s  %s\n"
+        self.printf(f, "", "measured", "per 8 GiB", "target")
+        s8 = r.median(t, "audit", "attach_s_per_8g")
+        m8 = r.median(t, "audit", "attach_rss_mib_per_8g")
+        l8 = r.median(t, "audit", "launch_rss_mib_per_8g")
+        self.printf(f, "attach: the audit's own time (s)",
+                    sprintf("%.2f", r.median(t, "audit", "attach_s")), sprintf("%.2f", s8),
+                    "<= 2 s: " + verdict(cmp(s8, 2.0) <= 0))
+        self.printf(f, "attach: the audit's peak RSS (MiB)",
+                    sprintf("%.1f", r.median(t, "audit", "attach_rss_mib")), sprintf("%.1f", m8),
+                    "<= 64 MiB: " + verdict(cmp(m8, 64.0) <= 0))
+        self.printf(f, "launch: time the audit adds (s)",
+                    sprintf("%.2f", r.median(t, "audit", "launch_added_s")),
+                    sprintf("%.2f", div(r.median(t, "audit", "launch_added_s") * 8,
+                                        r.median(t, "audit", "file_gib")
+                                        + r.median(t, "audit", "anon_gib"))),
+                    "(the host alone: %.2f s; every fault sampled)"
+                    % r.median(t, "audit", "host_alone_s"))
+        self.printf(f, "launch: the audit's peak RSS (MiB)",
+                    sprintf("%.1f", r.median(t, "audit", "launch_rss_mib")), sprintf("%.1f", l8),
+                    "<= 64 MiB: " + verdict(cmp(l8, 64.0) <= 0))
+        sl = r.median(t, "audit", "host_slowdown_pct")
+        self.printf(f, "the host while attached: slower by (%)", sprintf("%.2f", sl), "",
+                    "<= 2%: " + verdict(cmp(sl, 2.0) <= 0))
+
     def small_table(self, t):
         """Per backend, the pair alone, under the bare forwarder and under the
         shim, in CPU time and in instructions; the budget (DESIGN.md) is on
@@ -788,6 +828,18 @@ CAPTIONS = {
    steady-state token faults nothing, so the steady-state CPU figure is the audit's cost per
    token once warm. Where perf_event_paranoid refuses sampling, the audit reads placement
    only. (No target.)
+""",
+    "scale": """\
+
+2b. The whole-process audit at scale (issue 24): bench/audit_scale holds a touched file
+   mapping and anonymous memory (sizes below; the file is sparse on tmpfs, so the host's reads
+   place it), and is audited in attach mode (scratchstat audit --for: its wall time less the
+   window, and its peak RSS) and in launch mode (every fault sampled: the time it adds to the
+   host's run, and its peak RSS). The host walks its memory meanwhile: its pages a second in
+   the middle of the attach window against the mean of a window before and one after. Medians
+   of $scale_rounds rounds; per 8 GiB: the figure times 8 GiB over the GiB audited.
+   Targets: at most 2 s and 64 MiB of the audit's own memory per 8 GiB; the host at most 2%
+   slower while attached.
 """,
     "small": """\
 
