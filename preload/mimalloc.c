@@ -48,7 +48,8 @@ static inline void *backend_malloc_fast(size_t size)
 
 static inline void *backend_malloc(size_t size)
 {
-	return nomem_if_null(mi_malloc(size < GLIBC_MALLOC_ALIGNMENT ? GLIBC_MALLOC_ALIGNMENT : size));
+	return nomem_if_null(
+	        mi_malloc(size < GLIBC_MALLOC_ALIGNMENT ? GLIBC_MALLOC_ALIGNMENT : size));
 }
 
 static inline void *backend_calloc(size_t count, size_t size)
@@ -57,7 +58,8 @@ static inline void *backend_calloc(size_t count, size_t size)
 
 	if (__builtin_mul_overflow(count, size, &total))
 		return fail_nomem();
-	return nomem_if_null(mi_zalloc(total < GLIBC_MALLOC_ALIGNMENT ? GLIBC_MALLOC_ALIGNMENT : total));
+	return nomem_if_null(
+	        mi_zalloc(total < GLIBC_MALLOC_ALIGNMENT ? GLIBC_MALLOC_ALIGNMENT : total));
 }
 
 static inline void *backend_realloc(void *p, size_t size)
