@@ -39,7 +39,8 @@ bench_walk_LDFLAGS = -rdynamic
 bench_walk_LDADD = $(UNWIND_LIBS) -ldl
 BENCH_RUN += bench/walk
 
-EXTRA_DIST += bench/run.sh bench/report.py
+EXTRA_DIST += bench/run.sh bench/report.py bench/engine bench/engines/torch_decode.py \
+	bench/engines/numpy_temps.py bench/engines/onnx_export.py bench/engines/ort_decode.js
 
 bench: all
 	@if test "x$(SANITIZER)" != xnone; then \
