@@ -618,6 +618,100 @@ START_TEST(test_growth_one_block_per_doubling)
 }
 END_TEST
 
+/* A set of buffers below 2 MiB that grows together (a K/V cache copied
+ * out every token) crosses a class as a set: once its class just below
+ * missed, the set's misses carve twice the request, and the next classes
+ * are served by those blocks, with no new miss. A thread that never
+ * missed the class below carves the exact class. */
+START_TEST(test_set_moving_up_doubles)
+{
+	const size_t lo = 512 * KIB, up = 640 * KIB;
+	void *set[6], *next[6];
+
+	conf_add("decay_ms:0");
+	/* an unrelated miss first: its class is far below */
+	scratch_release(scratch_acquire(64 * KIB));
+	for (int i = 0; i < 6; i++) {
+		set[i] = scratch_acquire(lo);
+		ck_assert_uint_eq(scratch_usable_size(set[i]), scratch_class_size(lo));
+	}
+	/* still live (a collector has not freed them yet): the set moves up */
+	for (int i = 0; i < 6; i++) {
+		next[i] = scratch_acquire(up);
+		ck_assert_uint_ge(scratch_usable_size(next[i]), 2 * up);
+		ck_assert_uint_le(scratch_usable_size(next[i]), 5 * up / 2);
+	}
+	ck_assert_uint_eq(thread_stats().misses, 1 + 6 + 6);
+	for (int i = 0; i < 6; i++) {
+		scratch_release(set[i]);
+		scratch_release(next[i]);
+	}
+	/* up to twice 640 KiB, the doubled blocks serve the set: no miss */
+	for (int i = 0; i < 6; i++) {
+		next[i] = scratch_acquire(1200 * KIB);
+		ck_assert_uint_ge(scratch_usable_size(next[i]), 2 * up);
+	}
+	ck_assert_uint_eq(thread_stats().misses, 1 + 6 + 6);
+	for (int i = 0; i < 6; i++)
+		scratch_release(next[i]);
+}
+END_TEST
+
+/* Idle blocks in the depot of the classes below a miss (a set of buffers
+ * other threads freed past the owner's cache, then outgrew) give their
+ * pages back, up to what the miss faults in: the new pages replace old
+ * ones. Blocks below 2 MiB, whose pages cannot move. */
+static void *leave_four_in_depot(void *arg)
+{
+	void *p[4];
+
+	(void)arg;
+	for (int i = 0; i < 4; i++)
+		p[i] = scratch_acquire(MIB);
+	for (int i = 0; i < 4; i++)
+		scratch_release(p[i]); /* cached, then flushed to the depot at exit */
+	return NULL;
+}
+
+START_TEST(test_depot_below_a_miss_sheds)
+{
+	uint64_t trimmed;
+	void *p;
+
+	conf_add("decay_ms:0");
+	(void)run_thread(leave_four_in_depot, NULL);
+	ck_assert_uint_eq(total_stats().retained, 4 * MIB);
+	trimmed = total_stats().trimmed;
+	p = scratch_acquire(3 * MIB); /* a miss of 3 MiB of new pages */
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq(thread_stats().misses, 1);
+	ck_assert_uint_eq(total_stats().trimmed - trimmed, 3 * MIB);
+	ck_assert_uint_eq(total_stats().retained, MIB + scratch_usable_size(p));
+	scratch_release(p);
+}
+END_TEST
+
+/* Idle blocks of 2 MiB and more in the depot, of the classes below a
+ * miss, move their pages into the new block as the thread's own would
+ * (test_growth_moves_pages): none is faulted again. */
+START_TEST(test_depot_below_a_miss_moves)
+{
+	size_t four = 4 * MIB;
+	char *p;
+
+	conf_add("decay_ms:0");
+	p = run_thread(leave_in_depot, &four);
+	ck_assert_uint_eq(total_stats().retained, 4 * MIB);
+	p = scratch_acquire(12 * MIB);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq(thread_stats().misses, 1);
+	ck_assert_uint_eq(total_stats().moved, 4 * MIB);
+	ck_assert_uint_eq(total_stats().trimmed, 0);
+	ck_assert_uint_eq(total_stats().retained, scratch_usable_size(p)); /* the depot is empty */
+	scratch_release(p);
+}
+END_TEST
+
 /* NUMA nodes online in sysfs ("0", "0-1", "0,2-3"), a source apart from
  * the pools' own get_mempolicy(2); 0 when it cannot be read. */
 static int nodes_online(void)
@@ -748,6 +842,9 @@ Suite *pool_reuse_suite(void)
 	tcase_add_test(tc, test_moves_keep_mappings);
 	tcase_add_test(tc, test_shim_move);
 	tcase_add_test(tc, test_growth_one_block_per_doubling);
+	tcase_add_test(tc, test_set_moving_up_doubles);
+	tcase_add_test(tc, test_depot_below_a_miss_sheds);
+	tcase_add_test(tc, test_depot_below_a_miss_moves);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("nodes");
