@@ -16,19 +16,18 @@ TESTS += tests/exports.test tests/man.test tests/format.test tests/valgrind.test
 	tests/debug_asan.test tests/segment_header.test
 EXTRA_DIST += tests/exports.test tests/man.test tests/format.test tests/valgrind.test tests/dist.test \
 	tests/debug_asan.test tests/segment_header.test \
-	tests/env.sh.in tests/exports.expected tests/exports-preload.expected \
-	tests/valgrind.supp
-DISTCLEANFILES += tests/env.sh
+	tests/exports.expected tests/exports-preload.expected
 
+include $(srcdir)/tests/lib/local.mk
 include $(srcdir)/tests/shim.mk
 include $(srcdir)/tests/stats.mk
 
-# Locality tests in a two-node NUMA guest (QEMU, TCG): tests/guest.sh boots
+# Locality tests in a two-node NUMA guest (QEMU, TCG): tests/lib/guest.sh boots
 # it, every locality case of a script runs in one boot.
 check_PROGRAMS += tests/host_numa
 tests_host_numa_SOURCES = tests/host_numa.c
 tests_host_numa_CFLAGS = $(AM_CFLAGS) -fno-builtin
 tests_host_numa_LDADD = $(PTHREAD_LIBS)
 TESTS += tests/guest_numa.test
-EXTRA_DIST += tests/guest_numa.test tests/guest.sh
+EXTRA_DIST += tests/guest_numa.test
 include $(srcdir)/tests/locality.mk

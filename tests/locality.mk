@@ -21,7 +21,7 @@ tests_host_audit_CFLAGS = $(AM_CFLAGS) -fno-builtin
 tests_host_audit_LDADD = $(PTHREAD_LIBS)
 
 TESTS += tests/locality_host.test tests/guest_locality.test tests/audit_host.test
-EXTRA_DIST += tests/locality_host.test tests/guest_locality.test tests/locality_lib.sh \
+EXTRA_DIST += tests/locality_host.test tests/guest_locality.test \
 	tests/audit_guest.sh tests/audit_host.test
 
 # The modules' unit suites, in the one Check runner.

@@ -60,5 +60,5 @@ SHIM_TESTS = tests/shim_semantics.test tests/shim_robust.test tests/shim_stress.
 	tests/shim_fds.test tests/shim_cpython.test tests/shim_strace.test tests/shim_observe.test \
 	tests/shim_decay.test
 TESTS += $(SHIM_TESTS)
-EXTRA_DIST += $(SHIM_TESTS) tests/shim_common.sh tests/shim_torch.py tests/shim_threads.py \
+EXTRA_DIST += $(SHIM_TESTS) tests/shim_torch.py tests/shim_threads.py \
 	tests/shim_subprocess.py tests/strace_fds.py

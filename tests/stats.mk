@@ -10,7 +10,7 @@ tests_host_stats_tool_SOURCES = tests/host_stats_tool.c
 
 STATS_TESTS = tests/stats_counters.test tests/stats_trace.test tests/stats_lifecycle.test tests/stats_hostile.test tests/stats_shim.test tests/stats_interval.test tests/stats_cli_sites.test tests/stats_cli_trace.test tests/stats_cli_output.test tests/stats_cli_args.test tests/stats_churn.test tests/stats_prometheus.test tests/stats_sizes.test tests/stats_report.test
 TESTS += $(STATS_TESTS)
-EXTRA_DIST += $(STATS_TESTS) tests/stats_lib.sh tests/report_check.py
+EXTRA_DIST += $(STATS_TESTS) tests/report_check.py
 
 # The same host with plain malloc/free, for runs under the preload shim.
 check_PROGRAMS += tests/host_stats_malloc

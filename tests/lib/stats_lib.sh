@@ -2,7 +2,7 @@
 # scratchd of the test's own, test hosts driven through a FIFO, and bounded
 # waits (never a timed assertion: a wait only bounds how long a test hangs).
 
-. "$SCRATCH_TOP_BUILDDIR/tests/env.sh"
+. "$SCRATCH_TOP_BUILDDIR/tests/lib/env.sh"
 
 stats_setup() {
   scratch_test_tmp

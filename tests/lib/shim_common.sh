@@ -4,7 +4,7 @@
 # interposes malloc itself), makes a private temporary directory $T that
 # also holds the run directory (stats segments stay out of the user's), and
 # defines shim_compare.
-. "$SCRATCH_TOP_BUILDDIR/tests/env.sh"
+. "$SCRATCH_TOP_BUILDDIR/tests/lib/env.sh"
 
 test "$SANITIZER" = none || skip "the shim cannot be preloaded under the $SANITIZER sanitizer"
 SHIM_GLIBC=$top_builddir/preload/.libs/libscratch-preload.so

@@ -21,11 +21,11 @@
 # download. Automatic NUMA balancing is off (it would migrate pages after
 # first touch). A test skips (77) only when QEMU or a kernel cannot be had;
 # a guest that boots and does not report fails.
-. "$SCRATCH_TOP_BUILDDIR/tests/env.sh"
+. "$SCRATCH_TOP_BUILDDIR/tests/lib/env.sh"
 
 GUEST_QEMU=$(command -v qemu-system-x86_64 2>/dev/null)
 GUEST_BUSYBOX=$(command -v busybox 2>/dev/null)
-GUEST_CACHE=$top_builddir/tests/guest
+GUEST_CACHE=$top_builddir/tests/lib/guest
 GUEST_TIMEOUT=${GUEST_TIMEOUT:-240}
 
 # guest_kernel: the kernel image's path on stdout, fetching it once.
