@@ -1,16 +1,8 @@
 # Tests: one Check runner with a suite per module, and Automake TESTS scripts
 # for the shim, the daemon and the CLI. Each part keeps its test rules in a
 # fragment of its own, included at the end.
-check_PROGRAMS += tests/check_scratch
-tests_check_scratch_SOURCES = tests/check_scratch.c tests/suites.h \
-	tests/check_conf.c tests/check_pool.h tests/check_pool.c tests/check_pool_threads.c \
-	tests/check_pool_reuse.c tests/check_pool_decay.c \
-	tests/check_workers.c tests/check_arena.c tests/check_workspace.c tests/check_stats_abi.c \
-	tests/check_debug.c
-tests_check_scratch_CPPFLAGS = $(AM_CPPFLAGS)
-tests_check_scratch_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-tests_check_scratch_LDADD = libscratch.la libscratch_conf.la $(CHECK_LIBS) $(PTHREAD_LIBS)
-TESTS += tests/check_scratch
+include $(srcdir)/tests/lib/local.mk
+include $(srcdir)/tests/unit/local.mk
 
 TESTS += tests/exports.test tests/man.test tests/format.test tests/valgrind.test tests/dist.test \
 	tests/debug_asan.test tests/segment_header.test
@@ -18,7 +10,6 @@ EXTRA_DIST += tests/exports.test tests/man.test tests/format.test tests/valgrind
 	tests/debug_asan.test tests/segment_header.test \
 	tests/exports.expected tests/exports-preload.expected
 
-include $(srcdir)/tests/lib/local.mk
 include $(srcdir)/tests/shim.mk
 include $(srcdir)/tests/stats.mk
 

@@ -23,8 +23,3 @@ tests_host_audit_LDADD = $(PTHREAD_LIBS)
 TESTS += tests/locality_host.test tests/guest_locality.test tests/audit_host.test
 EXTRA_DIST += tests/locality_host.test tests/guest_locality.test \
 	tests/audit_guest.sh tests/audit_host.test
-
-# The modules' unit suites, in the one Check runner.
-tests_check_scratch_SOURCES += tests/check_locality.c
-tests_check_scratch_CPPFLAGS += -I$(srcdir)/stats/audit
-tests_check_scratch_LDADD += libscratch_audit.la libscratch_segread.la $(DW_LIBS)

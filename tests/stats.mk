@@ -19,29 +19,7 @@ tests_host_stats_malloc_CPPFLAGS = $(AM_CPPFLAGS) -DHOST_MALLOC
 tests_host_stats_malloc_CFLAGS = $(AM_CFLAGS) -g -O1 -fno-omit-frame-pointer -fno-builtin-malloc
 tests_host_stats_malloc_LDADD = $(PTHREAD_LIBS) -ldl
 
-# The segment reader's unit suite, in the one Check runner.
-tests_check_scratch_SOURCES += tests/check_segread.c
-tests_check_scratch_CPPFLAGS += -I$(srcdir)/stats/segread
-tests_check_scratch_LDADD += libscratch_segread.la
-
-# Every JSON key and metric name scratchd serves, pinned
-# (stats/scratchd/documents.c).
-tests_check_scratch_SOURCES += tests/check_fields.c
-tests_check_scratch_CPPFLAGS += -I$(srcdir)/stats/scratchd
-tests_check_scratch_CFLAGS += $(JANSSON_CFLAGS)
-tests_check_scratch_LDADD += libscratch_daemon.la libscratch_segread.la $(JANSSON_LIBS)
-
 # A C++ host: growths through operator new, demangled call sites.
 check_PROGRAMS += tests/host_stats_cxx
 tests_host_stats_cxx_SOURCES = tests/host_stats_cxx.cc
 tests_host_stats_cxx_CXXFLAGS = $(AM_CXXFLAGS) -g -O1 -fno-omit-frame-pointer
-
-# The HTML report's unit suite: escaping, and pages rendered from JSON and
-# from audit results (the audit's names come from libscratch_audit.la,
-# which symbolizes with libdw), and scratchd's thread points
-# (libscratch_daemon.la, above).
-tests_check_scratch_SOURCES += tests/check_report.c
-tests_check_scratch_CPPFLAGS += -I$(srcdir)/stats/audit -I$(srcdir)/stats/report
-tests_check_scratch_CFLAGS += $(JANSSON_CFLAGS)
-tests_check_scratch_LDADD += libscratch_report.la libscratch_audit.la libscratch_segread.la \
-	$(JANSSON_LIBS) $(DW_LIBS)

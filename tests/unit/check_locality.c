@@ -1,9 +1,10 @@
 /*
  * check_locality.c - unit suites of the locality audit's data collection
  * (topology, placement and faults of stats/audit/), in the one Check runner
- * (tests/check_scratch.c). Pure parsers get hostile text; the syscall paths run
- * against this process and its children. A case that needs sampling and
- * finds it refused here (perf_event_paranoid) checks the reason instead.
+ * (tests/unit/check_scratch.c). Pure parsers get hostile text; the syscall
+ * paths run against this process and its children. A case that needs
+ * sampling and finds it refused here (perf_event_paranoid) checks the reason
+ * instead.
  *
  * Select with CK_RUN_SUITE=topology|placement|faults, CK_RUN_CASE=...
  */
