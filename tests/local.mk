@@ -3,13 +3,7 @@
 # fragment of its own, included at the end.
 include $(srcdir)/tests/lib/local.mk
 include $(srcdir)/tests/unit/local.mk
-
-TESTS += tests/exports.test tests/man.test tests/format.test tests/valgrind.test tests/dist.test \
-	tests/debug_asan.test tests/segment_header.test
-EXTRA_DIST += tests/exports.test tests/man.test tests/format.test tests/valgrind.test tests/dist.test \
-	tests/debug_asan.test tests/segment_header.test \
-	tests/exports.expected tests/exports-preload.expected
-
+include $(srcdir)/tests/tree/local.mk
 include $(srcdir)/tests/shim.mk
 include $(srcdir)/tests/stats.mk
 
