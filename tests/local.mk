@@ -4,7 +4,7 @@
 include $(srcdir)/tests/lib/local.mk
 include $(srcdir)/tests/unit/local.mk
 include $(srcdir)/tests/tree/local.mk
-include $(srcdir)/tests/shim.mk
+include $(srcdir)/tests/shim/local.mk
 include $(srcdir)/tests/stats.mk
 
 # Locality tests in a two-node NUMA guest (QEMU, TCG): tests/lib/guest.sh boots
