@@ -1,4 +1,4 @@
-# shim_common.sh - sourced by the tests/shim_*.test scripts.
+# shim_common.sh - sourced by the tests/shim/shim_*.test scripts.
 #
 # Finds both shims and the test hosts, skips under sanitizers (a sanitizer
 # interposes malloc itself), makes a private temporary directory $T that
@@ -13,9 +13,9 @@ SHIMS="$SHIM_GLIBC $SHIM_JEMALLOC"
 for so in $SHIMS; do
   test -f "$so" || fail "$so is not built"
 done
-HOSTS=$top_builddir/tests
-PLUGIN=$top_builddir/tests/.libs/libshimplug.so
-SHIMCHECK=$top_builddir/tests/.libs/libshimcheck.so
+HOSTS=$top_builddir/tests/shim
+PLUGIN=$top_builddir/tests/shim/.libs/libshimplug.so
+SHIMCHECK=$top_builddir/tests/shim/.libs/libshimcheck.so
 
 scratch_test_tmp
 SCRATCH_RUNTIME_DIR=$T/run

@@ -1,7 +1,7 @@
 /*
  * host_early.c - allocations that come before the shim's constructor.
  *
- * This program links libshimearly (tests/shimplug.c) as an ordinary
+ * This program links libshimearly (tests/shim/shimplug.c) as an ordinary
  * dependency: its constructor runs before the preloaded shim's and
  * allocates small and pooled blocks, so the shim has to start itself from
  * inside that first malloc. main checks the blocks (and, under the shim,
