@@ -5,7 +5,7 @@ include $(srcdir)/tests/lib/local.mk
 include $(srcdir)/tests/unit/local.mk
 include $(srcdir)/tests/tree/local.mk
 include $(srcdir)/tests/shim/local.mk
-include $(srcdir)/tests/stats.mk
+include $(srcdir)/tests/stats/local.mk
 
 # Locality tests in a two-node NUMA guest (QEMU, TCG): tests/lib/guest.sh boots
 # it, every locality case of a script runs in one boot.
