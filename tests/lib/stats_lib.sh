@@ -1,4 +1,4 @@
-# stats_lib.sh - sourced by tests/stats_*.test: a private run directory, a
+# stats_lib.sh - sourced by tests/stats/stats_*.test: a private run directory, a
 # scratchd of the test's own, test hosts driven through a FIFO, and bounded
 # waits (never a timed assertion: a wait only bounds how long a test hangs).
 
@@ -16,9 +16,9 @@ stats_setup() {
   unset XDG_RUNTIME_DIR
   SD=$top_builddir/stats/scratchd/scratchd
   SS="$top_builddir/stats/scratchstat/scratchstat --no-start"
-  HOST=$top_builddir/tests/host_stats
+  HOST=$top_builddir/tests/stats/host_stats
   HOST_PREFIX=
-  TOOL=$top_builddir/tests/host_stats_tool
+  TOOL=$top_builddir/tests/stats/host_stats_tool
   SOCK=$RUN/scratchd.sock
   DPID=
   HPIDS=

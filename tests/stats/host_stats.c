@@ -13,7 +13,7 @@
  *
  * and hold growth records of C bytes whose call site is grow_site_worker().
  *
- * Built a second time with -DHOST_MALLOC (tests/host_stats_malloc): the
+ * Built a second time with -DHOST_MALLOC (tests/stats/host_stats_malloc): the
  * same program with plain malloc/free, never linked with libscratch, for
  * runs under the preload shim. Each worker then also makes 5000 small
  * malloc/free pairs (the shim passes them through, counting the mallocs in

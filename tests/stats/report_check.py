@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""report_check.py - the checks tests/stats_report.test makes on a report,
+"""report_check.py - the checks tests/stats/stats_report.test makes on a report,
 with nothing but the Python standard library.
 
   report_check.py png SHOT.png
