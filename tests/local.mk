@@ -15,4 +15,4 @@ tests_host_numa_CFLAGS = $(AM_CFLAGS) -fno-builtin
 tests_host_numa_LDADD = $(PTHREAD_LIBS)
 TESTS += tests/guest_numa.test
 EXTRA_DIST += tests/guest_numa.test
-include $(srcdir)/tests/locality.mk
+include $(srcdir)/tests/locality/local.mk
