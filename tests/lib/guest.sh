@@ -1,4 +1,5 @@
-# guest.sh - sourced by the tests/guest_*.test scripts: a two-node NUMA guest.
+# guest.sh - sourced by the tests/locality/guest_*.test scripts: a two-node
+# NUMA guest.
 #
 # This machine has one NUMA node. Under QEMU's TCG (software emulation) a
 # stock Debian kernel boots with two nodes in 2-3 s, and inside it the real

@@ -1,6 +1,7 @@
 # locality_lib.sh - shell helpers for the locality cases, sourced by the
 # scripts that run inside the two-node guest (busybox sh) and on this host
-# (tests/guest_locality.test, tests/locality_host.test): plain POSIX sh.
+# (tests/locality/guest_locality.test, tests/locality/locality_host.test):
+# plain POSIX sh.
 #
 #   check DESC CONDITION...   run the condition; print "ok DESC" or
 #                             "not ok DESC" and remember the failure

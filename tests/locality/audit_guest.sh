@@ -1,6 +1,6 @@
 # audit_guest.sh - `scratchstat audit`'s cases in the two-node guest,
-# sourced by the guest script of tests/guest_locality.test after its own
-# cases, in the same boot (THP is "never" by then). Needs SS (scratchstat),
+# sourced by the guest script of tests/locality/guest_locality.test after
+# its own cases, in the same boot (THP is "never" by then). Needs SS (scratchstat),
 # SHIM (the preload library), HOST (host_numa), TOOL (host_locality_tool),
 # HAUDIT (host_audit),
 # JQ, USER (setpriv to nobody), PARANOID, SITE (host_numa.c:LINE of its

@@ -1,7 +1,8 @@
 /*
  * host_locality_tool.c - drives the audit's data collection modules
  * (topology, placement, faults of stats/audit/) from the command line, for
- * the locality tests (tests/guest_locality.test, tests/locality_host.test).
+ * the locality tests (tests/locality/guest_locality.test,
+ * tests/locality/locality_host.test).
  *
  *   host_locality_tool [--json] topology PID
  *   host_locality_tool [--json] placement [--huge] PID ADDR LEN

@@ -1,7 +1,7 @@
 /*
- * host_audit.c - a test host for scratchstat audit (tests/audit_host.test,
- * tests/audit_guest.sh): a block that another thread, on another CPU,
- * frees.
+ * host_audit.c - a test host for scratchstat audit
+ * (tests/locality/audit_host.test, tests/locality/audit_guest.sh): a block
+ * that another thread, on another CPU, frees.
  *
  *   host_audit remote MIB   the main thread, pinned to CPU 0, mallocs MIB
  *                           MiB and writes every page; a thread pinned to

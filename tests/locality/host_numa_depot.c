@@ -1,6 +1,6 @@
 /*
  * host_numa_depot.c - the pools' per-node depot and node-following caches
- * (per_node) in the two-node guest (tests/guest_locality.test), with
+ * (per_node) in the two-node guest (tests/locality/guest_locality.test), with
  * move_pages(2) as ground truth. Linked with libscratch; SCRATCH_CONF sets
  * per_node on or off.
  *

@@ -1,7 +1,7 @@
 /*
- * host_numa.c - a test host for the two-node guest (tests/guest_*.test):
- * where the kernel puts the pages of a buffer that one thread allocates and
- * others first touch.
+ * host_numa.c - a test host for the two-node guest
+ * (tests/locality/guest_*.test): where the kernel puts the pages of a
+ * buffer that one thread allocates and others first touch.
  *
  *   host_numa split MIB   the main thread, on CPU 0, mallocs MIB MiB; a
  *                         worker pinned to CPU 0 writes the first half, one
