@@ -41,7 +41,8 @@ bench_walk_LDFLAGS = -rdynamic
 bench_walk_LDADD = $(UNWIND_LIBS) -ldl
 BENCH_RUN += bench/walk
 
-EXTRA_DIST += bench/run.sh bench/report.py
+EXTRA_DIST += bench/run.sh bench/report.py bench/engine bench/engines/torch_decode.py \
+	bench/engines/numpy_temps.py bench/engines/onnx_export.py bench/engines/ort_decode.js
 
 bench: all
 	@if test "x$(SANITIZER)" != xnone; then \
@@ -74,6 +75,23 @@ bench_libforward_jemalloc_la_CPPFLAGS = $(AM_CPPFLAGS) -DFORWARD_JEMALLOC
 bench_libforward_jemalloc_la_CFLAGS = $(AM_CFLAGS) $(JEMALLOC_CFLAGS) -fvisibility=hidden -fno-plt
 bench_libforward_jemalloc_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 bench_libforward_jemalloc_la_LIBADD = $(JEMALLOC_LIBS) -ldl
+# And in front of tcmalloc and mimalloc, for those shims.
+if HAVE_TCMALLOC
+noinst_LTLIBRARIES += bench/libforward-tcmalloc.la
+bench_libforward_tcmalloc_la_SOURCES = bench/forward.c
+bench_libforward_tcmalloc_la_CPPFLAGS = $(AM_CPPFLAGS) -DFORWARD_TCMALLOC
+bench_libforward_tcmalloc_la_CFLAGS = $(AM_CFLAGS) $(TCMALLOC_CFLAGS) -fvisibility=hidden -fno-plt
+bench_libforward_tcmalloc_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+bench_libforward_tcmalloc_la_LIBADD = $(TCMALLOC_LIBS)
+endif
+if HAVE_MIMALLOC
+noinst_LTLIBRARIES += bench/libforward-mimalloc.la
+bench_libforward_mimalloc_la_SOURCES = bench/forward.c
+bench_libforward_mimalloc_la_CPPFLAGS = $(AM_CPPFLAGS) -DFORWARD_MIMALLOC
+bench_libforward_mimalloc_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -fno-plt
+bench_libforward_mimalloc_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+bench_libforward_mimalloc_la_LIBADD = $(MIMALLOC_LIBS)
+endif
 
 # First-toucher sampling's cost per page fault (issue 14): stats/audit/faults.c.
 noinst_PROGRAMS += bench/faults

@@ -6,10 +6,11 @@
 With RESULTS alone it prints everything the run printed on its standard output:
 the header, then each section the file holds, in the order they ran.
 --section prints one section (header, decode, vary, churn, grow, spawn, stats,
-audit, scale, small, pair, programs) with its caption; run.sh calls it so after
-each section's rounds. --table prints one table alone, without its caption
-(decode-default, decode-main-alloc, vary-default, vary-main-alloc, churn, grow,
-spawn, stats, audit, scale, small, pair).
+audit, scale, small, pair, engines, programs) with its caption; run.sh calls it
+so after each section's rounds. --table prints one table alone, without its
+caption (decode-default, decode-main-alloc, vary-default, vary-main-alloc,
+churn, grow, spawn, stats, audit, scale, small, pair, engine-torch-b1,
+engine-torch-b4, engine-numpy, engine-ort-b4).
 
 The results file holds one record a line:
     # TEXT                      a comment
@@ -170,6 +171,7 @@ def xfmt(x):
 
 SECTIONS = [
     "decode", "vary", "churn", "grow", "spawn", "stats", "audit", "scale", "small", "pair",
+    "engines",
     "programs"
 ]
 TABLES = {
@@ -185,7 +187,17 @@ TABLES = {
     "scale": "scale",
     "small": "small",
     "pair": "pair",
+    "engine-torch-b1": "engines",
+    "engine-torch-b4": "engines",
+    "engine-numpy": "engines",
+    "engine-ort-b4": "engines",
 }
+ENGINES = [("engine-torch-b1", "PyTorch decode, batch 1", "tok_s", "cpu_tok_ms", "tokens/s"),
+           ("engine-torch-b4", "PyTorch decode, batch 4", "tok_s", "cpu_tok_ms", "tokens/s"),
+           ("engine-numpy", "numpy temporaries", "it_s", "cpu_it_ms", "iterations/s"),
+           ("engine-ort-b4", "ONNX Runtime decode, batch 4", "tok_s", "cpu_tok_ms", "tokens/s")]
+ENGINE_CFGS = ["glibc", "jemalloc", "jemalloc-tuned", "tcmalloc", "mimalloc", "shim-glibc",
+               "shim-jemalloc", "shim-tcmalloc", "shim-mimalloc"]
 PEERS = ["glibc", "jemalloc", "jemalloc-tuned", "jemalloc-never", "tcmalloc", "mimalloc"]
 
 
@@ -347,9 +359,12 @@ CNAMES = {
     "mimalloc": "mimalloc",
     "shim-glibc": "shim on glibc",
     "shim-jemalloc": "shim on jemalloc",
+    "shim-tcmalloc": "shim on tcmalloc",
+    "shim-mimalloc": "shim on mimalloc",
     "shim-glibc-thp": "shim, thp:true",
 }
-DECODE_CFGS = ["floor"] + PEERS + ["shim-glibc", "shim-jemalloc", "shim-glibc-thp"]
+SHIMS = ["shim-glibc", "shim-jemalloc", "shim-tcmalloc", "shim-mimalloc"]
+DECODE_CFGS = ["floor"] + PEERS + SHIMS + ["shim-glibc-thp"]
 
 
 def cname(c):
@@ -652,8 +667,12 @@ class Printer:
         self.printf(f, "", "(best)", "(best)", "(best)", "(CPU)", "(CPU)", "", "", "", "(instr)",
                     "(instr)")
         rows = [("glibc", "glibc", "forward", "shim-glibc", 2),
-                ("jemalloc", "jemalloc", "forward-jemalloc", "shim-jemalloc", 12)]
+                ("jemalloc", "jemalloc", "forward-jemalloc", "shim-jemalloc", 12),
+                ("tcmalloc", "tcmalloc", "forward-tcmalloc", "shim-tcmalloc", 12),
+                ("mimalloc", "mimalloc", "forward-mimalloc", "shim-mimalloc", 12)]
         for name, b, fw, shim, budget in rows:
+            if r.status(t, b) == "no result":
+                continue  # not in this run's configurations
             st = r.status(t, b)
             if st != "":
                 self.printf("  %-9s %s\n", name, st)
@@ -686,6 +705,7 @@ class Printer:
         beside each backend alone."""
         r = self.r
         rows = [("shim-glibc", "shim on glibc"), ("shim-jemalloc", "shim on jemalloc"),
+                ("shim-tcmalloc", "shim on tcmalloc"), ("shim-mimalloc", "shim on mimalloc"),
                 ("glibc", "glibc alone"), ("jemalloc", "jemalloc alone")]
         self.printf("  %-18s %12s  %-14s %18s  %-14s %14s\n", "", "CPU ns/pair", "target",
                     "instructions/pair", "target", "instructions/")
@@ -694,6 +714,8 @@ class Printer:
         for c, name in rows:
             shim = c.startswith("shim")
             st = r.status(t, c)
+            if st == "no result":
+                continue  # not in this run's configurations
             if st != "":
                 self.printf("  %-18s %s\n", name, st)
                 continue
@@ -709,10 +731,69 @@ class Printer:
                             "<= 100: " + verdict(cmp(ir, 100.0) <= 0) if shim else "(reference)",
                             r.median(t, c, "ir_per_iter"))
 
+    def spread(self, t, c1, c2, k):
+        """The smallest and largest per-round ratio of c1 to c2 (after
+        rmedian computed them), as "lo-hi"."""
+        a = [num(v) for v in split(self.r.vals.get((t, c1 + "/" + c2, k), ""))]
+        if not a:
+            return "-"
+        return sprintf("%.2f-%.2f", min(a), max(a))
+
+    def engine_table(self, t, title, rate, cpu, unit):
+        """One engine under every allocator: its steady rate and CPU time per
+        step beside the best peer's (medians of per-round ratios, with their
+        spread), faults per step and peak RSS against the best peer's, and
+        whether its output matched the others'."""
+        r = self.r
+        bp = r.best_peer(t, rate)
+        self.printf("\n  %s (%s; best peer: %s)\n", title, unit,
+                    "none measured" if bp == "" else cname(bp))
+        f = "  %-17s %9s %7s %-4s %11s %10s %8s %9s %8s %-4s %s\n"
+        self.printf(f, "", "steady", "x best", "", "per-round", "CPU ms", "CPU x", "faults/",
+                    "peak RSS", "", "RSS x")
+        self.printf(f, "allocator", "rate", "peer", "", "x range", "per step", "best", "step",
+                    "MiB", "", "best")
+        outs = {}
+        for c in ENGINE_CFGS:
+            if self.unmeasured(t, c, cname(c)):
+                continue
+            shim = c.startswith("shim")
+            x = xc = xr = ""
+            if bp != "":
+                x = r.rmedian(t, c, bp, rate)
+                xc = r.rmedian(t, bp, c, cpu)
+                xr = r.rmedian(t, c, bp, "rss_kib")
+            rss = r.median(t, c, "rss_kib")
+            self.printf(f, cname(c), sprintf("%.2f", r.median(t, c, rate)), xfmt(x),
+                        mark(shim and x != "", cmp(x, 1.0) >= 0),
+                        "-" if x == "" else self.spread(t, c, bp, rate),
+                        sprintf("%.2f", r.median(t, c, cpu)), xfmt(xc),
+                        sprintf("%.1f", r.median(t, c, "faults_step")),
+                        sprintf("%.1f", div(rss, 1024)), mark(shim and xr != "", cmp(xr, 1.1) <= 0),
+                        xfmt(xr))
+            for o in split(r.vals.get((t, c, "out"), "")):
+                outs.setdefault(o, []).append(cname(c))
+        if len(outs) > 1:
+            self.printf("  outputs DIFFER: %s\n", "; ".join(
+                "%s from %s" % (o, ", ".join(sorted(set(cs)))) for o, cs in outs.items()))
+        elif outs:
+            self.printf("  outputs identical in every run (%s)\n", list(outs)[0])
+
+    def engines_table(self, t):
+        """Every engine that ran, or that says why it could not."""
+        for e, title, rate, cpu, unit in ENGINES:
+            if all(self.r.status(e, c) == "no result" for c in ENGINE_CFGS):
+                continue
+            self.engine_table(e, title, rate, cpu, unit)
+
     def table(self, t):
         """Print table t alone."""
         if t in ("decode-default", "decode-main-alloc", "vary-default", "vary-main-alloc"):
             self.decode_table(t)
+        elif t.startswith("engine-"):
+            for e, title, rate, cpu, unit in ENGINES:
+                if e == t:
+                    self.engine_table(e, title, rate, cpu, unit)
         else:
             getattr(self, t + "_table")(t)
 
@@ -847,13 +928,27 @@ CAPTIONS = {
    blocks of 16 B-1 KiB per step (5x10^6 malloc+free pairs per thread); the shim forwards
    these to its backend. Each backend alone, under a bare forwarding interposer
    (bench/forward.c: malloc and free forward to the backend's own with one compare and a
-   jump each, what any LD_PRELOAD malloc pays on this loop; before libjemalloc.so.2 for
-   jemalloc) and under the shim. CPU time per pair over $mrounds interleaved rounds (each in a
+   jump each, what any LD_PRELOAD malloc pays on this loop; before the allocator's library
+   for jemalloc, tcmalloc and mimalloc) and under the shim. CPU time per pair over $mrounds interleaved rounds (each in a
    new order): the best round of each, and the median of the per-round ratios to the
    backend alone (runs side by side in one round see the same load; other load on a shared
    machine only ever adds time). Instructions per pair inside malloc and free (one thread,
    callgrind, as in table 4) measure the same without the noise, and carry the target
-   (DESIGN.md): the shim at most the forwarder's count plus 2 on glibc, plus 12 on jemalloc.
+   (DESIGN.md): the shim at most the forwarder's count plus 2 on glibc, plus 12 on the others.
+""",
+    "engines": """\
+
+6. Real engines (issue 25): engines users run, under every allocator, over $rounds interleaved
+   rounds (each in a new order): eager PyTorch CPU decoding of a small GPT-style model whose
+   K/V caches grow by torch.cat every token (batch 1 and 4), numpy elementwise expressions
+   over 64 MiB arrays, and an ONNX Runtime decode loop (onnxruntime-node, its arena on, the
+   same decoder exported by PyTorch; batch 4). Steady rate: after each engine's warm-up steps;
+   "x best peer" is the median of per-round ratios to the best of glibc, jemalloc, jemalloc
+   tuned, tcmalloc and mimalloc (the one with the best median rate), with the smallest and
+   largest of those ratios beside it; CPU x best: the best peer's CPU time per step over the
+   row's (above 1: less CPU). Faults per steady step; peak RSS (the engine's ru_maxrss).
+   Targets (shim rows): >= 1.00x the best peer's rate, peak RSS <= 1.10x the best peer's,
+   outputs identical.
 """,
     "pair": """\
 

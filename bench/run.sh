@@ -35,12 +35,15 @@
 # Environment: SCRATCH_TOP_BUILDDIR (set by make), BENCH_PROGRAMS, VALGRIND,
 # PKG_CONFIG (from configure); BENCH_ROUNDS (default 3), BENCH_TOKENS
 # (default 32), BENCH_VARY_TOKENS (default 32) and BENCH_CHURN_STEPS
-# (default 2000) to trade time for precision; BENCH_ONLY to run some tables;
+# (default 2000) to trade time for precision; BENCH_SCALE_FILE_GIB (8),
+# BENCH_SCALE_ANON_GIB (4) and BENCH_SCALE_ROUNDS (3) for table 2b; BENCH_ONLY
+# to run some tables;
 # BENCH_RESULTS to name the results file; PYTHON (default python3) to run
 # bench/report.py.
 set -u
 
 top=${SCRATCH_TOP_BUILDDIR:?run me through make bench}
+src=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${BENCH_ROUNDS:-3}
 tokens=${BENCH_TOKENS:-32}
 layers=4
@@ -117,8 +120,12 @@ tc=$(find_lib libtcmalloc_minimal.so.4)
 mi=$(find_lib libmimalloc.so.2)
 shim_glibc=$top/preload/.libs/libscratch-preload.so
 shim_je=$top/preload/.libs/libscratch-preload-jemalloc.so
+shim_tc=$top/preload/.libs/libscratch-preload-tcmalloc.so
+shim_mi=$top/preload/.libs/libscratch-preload-mimalloc.so
 forward=$top/bench/.libs/libforward.so
 forward_je=$top/bench/.libs/libforward-jemalloc.so
+forward_tc=$top/bench/.libs/libforward-tcmalloc.so
+forward_mi=$top/bench/.libs/libforward-mimalloc.so
 scratchstat=$top/stats/scratchstat/scratchstat
 
 # cfg_env CFG: the environment assignments of one configuration.
@@ -135,8 +142,12 @@ cfg_env() {
 		;;
 	shim-glibc-thp) echo "LD_PRELOAD=$shim_glibc SCRATCH_RUNTIME_DIR=$RUN SCRATCH_CONF=thp:true" ;;
 	shim-jemalloc) echo "LD_PRELOAD=$shim_je SCRATCH_RUNTIME_DIR=$RUN" ;;
+	shim-tcmalloc) echo "LD_PRELOAD=$shim_tc SCRATCH_RUNTIME_DIR=$RUN" ;;
+	shim-mimalloc) echo "LD_PRELOAD=$shim_mi SCRATCH_RUNTIME_DIR=$RUN" ;;
 	forward) echo "LD_PRELOAD=$forward" ;;
 	forward-jemalloc) echo "LD_PRELOAD=$forward_je:$je" ;;
+	forward-tcmalloc) echo "LD_PRELOAD=$forward_tc:$tc" ;;
+	forward-mimalloc) echo "LD_PRELOAD=$forward_mi:$mi" ;;
 	shim-glibc-audit) echo "SCRATCH_RUNTIME_DIR=$RUN" ;; # the audit preloads the shim
 	esac
 }
@@ -159,9 +170,17 @@ cfg_missing() {
 		;;
 	shim-glibc*) [ -e "$shim_glibc" ] || echo "not built" ;;
 	shim-jemalloc) [ -e "$shim_je" ] || echo "not built" ;;
+	shim-tcmalloc) [ -e "$shim_tc" ] || echo "not built (no tcmalloc development files)" ;;
+	shim-mimalloc) [ -e "$shim_mi" ] || echo "not built (no mimalloc development files)" ;;
 	forward) [ -e "$forward" ] || echo "not built" ;;
 	forward-jemalloc)
 		if [ -z "$je" ]; then echo "jemalloc not installed"; elif [ ! -e "$forward_je" ]; then echo "not built"; fi
+		;;
+	forward-tcmalloc)
+		if [ -z "$tc" ]; then echo "tcmalloc not installed"; elif [ ! -e "$forward_tc" ]; then echo "not built"; fi
+		;;
+	forward-mimalloc)
+		if [ -z "$mi" ]; then echo "mimalloc not installed"; elif [ ! -e "$forward_mi" ]; then echo "not built"; fi
 		;;
 	esac
 }
@@ -180,8 +199,10 @@ run() {
 	fi
 	# shellcheck disable=SC2046 # the assignments are meant to split
 	# shellcheck disable=SC2046 # and so is the wrapper
+	exe=$top/bench/$prog
+	[ -x "$exe" ] || exe=$src/bench/$prog # a script (bench/engine)
 	if out=$(env -u LD_PRELOAD -u MALLOC_CONF -u SCRATCH_CONF $(cfg_env "$cfg") \
-		$(cfg_wrap "$cfg") "$top/bench/$prog" "$@" 2>"$T/err"); then
+		$(cfg_wrap "$cfg") "$exe" "$@" 2>"$T/err"); then
 		echo "$out" | awk -v t="$table" -v c="$cfg" -v tag="$prog" '
 			$1 == tag { for (i = 2; i <= NF; i++) { k = $i; sub(/=.*/, "", k)
 				v = $i; sub(/^[^=]*=/, "", v); print t, c, k, v } }' >>"$RES"
@@ -281,13 +302,13 @@ decode_rounds() {
 
 bench_decode() {
 decode_rounds decode "$dargs" "$frounds" "floor shim-glibc shim-jemalloc shim-glibc-thp" \
-	"glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc"
+	"glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc shim-tcmalloc shim-mimalloc"
 report decode
 }
 
 bench_vary() {
 decode_rounds vary "$vargs" "$rounds" "floor shim-glibc shim-jemalloc shim-glibc-thp" \
-	"glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc"
+	"glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc shim-tcmalloc shim-mimalloc"
 report vary
 }
 
@@ -384,17 +405,19 @@ report scale
 }
 
 # --- 3. small-allocation pass-through ----------------------------------------
+small_cfgs="glibc shim-glibc forward jemalloc shim-jemalloc forward-jemalloc
+	tcmalloc shim-tcmalloc forward-tcmalloc mimalloc shim-mimalloc forward-mimalloc"
 bench_small() {
 r=1
 while [ "$r" -le "$mrounds" ]; do
 	progress "small allocations, round $r of $mrounds"
 	# A new order each round, so that no configuration always runs first.
-	for cfg in $(shuffle $((r + 100)) glibc shim-glibc forward jemalloc shim-jemalloc forward-jemalloc); do
+	for cfg in $(shuffle $((r + 100)) $small_cfgs); do
 		run small "$cfg" small --threads 2 --ops 5000000
 	done
 	r=$((r + 1))
 done
-for cfg in glibc shim-glibc forward jemalloc shim-jemalloc forward-jemalloc; do
+for cfg in $small_cfgs; do
 	callgrind_diff small "$cfg" $cg_n small --threads 1
 done
 report small
@@ -468,17 +491,18 @@ callgrind_diff() {
 }
 
 # --- 4. pooled malloc+free hit -----------------------------------------------
+pair_cfgs="shim-glibc shim-jemalloc shim-tcmalloc shim-mimalloc glibc jemalloc"
 bench_pair() {
 r=1
 while [ "$r" -le "$srounds" ]; do
 	progress "pooled pair, round $r of $srounds"
-	for cfg in shim-glibc shim-jemalloc glibc jemalloc; do
+	for cfg in $pair_cfgs; do
 		run pair "$cfg" pair --size $pair_size --pairs 2000000
 	done
 	r=$((r + 1))
 done
 
-for cfg in shim-glibc shim-jemalloc glibc jemalloc; do
+for cfg in $pair_cfgs; do
 	callgrind_diff pair "$cfg" $cg_n pair --size $pair_size
 done
 report pair
@@ -487,6 +511,93 @@ report pair
 # --- 5. programs that print their own tables ---------------------------------
 # Their output goes to the results file ("out PROGRAM LINE"), and their exit
 # status ("program PROGRAM STATUS").
+# --- 6. real engines -----------------------------------------------------------
+# Engines users run, each under every allocator: eager PyTorch decoding
+# (Debian's python3-torch) at batch 1 and 4, numpy temporaries
+# (python3-numpy), and an ONNX Runtime decode loop (onnxruntime-node from
+# npm, installed into the build tree on first use, over the same decoder
+# exported by PyTorch). bench/engine runs one and prints its figures.
+engine_cfgs="glibc jemalloc jemalloc-tuned tcmalloc mimalloc
+	shim-glibc shim-jemalloc shim-tcmalloc shim-mimalloc"
+engine_py=${ENGINE_PYTHON:-/usr/bin/python3}
+ort_version=1.31.1
+ort_dir=$top/bench/engines
+engine_tokens=${BENCH_ENGINE_TOKENS:-24}
+
+# engines_ready: which engines can run here; "TABLE missing WHY" for the
+# others, and the ONNX model exported for the one that needs it.
+engines_ready() {
+	engines=
+	if "$engine_py" -c 'import torch' 2>/dev/null; then
+		engines="torch-b1 torch-b4"
+	else
+		why_torch="$engine_py has no torch (python3-torch)"
+	fi
+	if "$engine_py" -c 'import numpy' 2>/dev/null; then
+		engines="$engines numpy"
+	else
+		why_numpy="$engine_py has no numpy (python3-numpy)"
+	fi
+	why_ort=
+	if ! command -v node >/dev/null 2>&1; then
+		why_ort="node not found"
+	elif [ ! -d "$ort_dir/node_modules/onnxruntime-node" ]; then
+		if command -v npm >/dev/null 2>&1 && [ "${BENCH_NPM:-yes}" != no ]; then
+			progress "installing onnxruntime-node@$ort_version from npm into $ort_dir"
+			# --ignore-scripts: its install script fetches GPU providers
+			# (nuget.org), which the CPU build does not need.
+			mkdir -p "$ort_dir" && npm install --prefix "$ort_dir" --no-save --no-audit \
+				--no-fund --ignore-scripts "onnxruntime-node@$ort_version" >"$T/npm.log" 2>&1 ||
+				why_ort="npm install onnxruntime-node failed: $(tail -n 1 "$T/npm.log")"
+		else
+			why_ort="onnxruntime-node not installed (npm; BENCH_NPM=no)"
+		fi
+	fi
+	if [ -z "$why_ort" ] && [ -z "${why_torch:-}" ]; then
+		progress "exporting the decoder to ONNX"
+		"$engine_py" "$src/bench/engines/onnx_export.py" "$T/decoder.onnx" >"$T/export.log" 2>&1 ||
+			why_ort="the ONNX export failed: $(tail -n 1 "$T/export.log")"
+	elif [ -z "$why_ort" ]; then
+		why_ort="the model is exported by torch: ${why_torch:-}"
+	fi
+	[ -n "$why_ort" ] || engines="$engines ort-b4"
+	for cfg in $engine_cfgs; do
+		[ -z "${why_torch:-}" ] || echo "engine-torch-b1 $cfg missing $why_torch" >>"$RES"
+		[ -z "${why_torch:-}" ] || echo "engine-torch-b4 $cfg missing $why_torch" >>"$RES"
+		[ -z "${why_numpy:-}" ] || echo "engine-numpy $cfg missing $why_numpy" >>"$RES"
+		[ -z "$why_ort" ] || echo "engine-ort-b4 $cfg missing $why_ort" >>"$RES"
+	done
+}
+
+# engine_args ENGINE: bench/engine's arguments for one engine.
+engine_args() {
+	case $1 in
+	torch-b1) echo "torch 1 $engine_tokens 8" ;;
+	torch-b4) echo "torch 4 $((engine_tokens * 3 / 4)) 6" ;;
+	numpy) echo "numpy $((engine_tokens * 2 / 3)) 4" ;;
+	ort-b4) echo "ort $T/decoder.onnx 4 $((engine_tokens * 3)) 8" ;;
+	esac
+}
+
+bench_engines() {
+ENGINE_PYTHON=$engine_py
+NODE_PATH=$ort_dir/node_modules
+export ENGINE_PYTHON NODE_PATH
+engines_ready
+r=1
+while [ "$r" -le "$rounds" ]; do
+	for eng in $engines; do
+		progress "real engines, $eng, round $r of $rounds"
+		# shellcheck disable=SC2046 # the arguments split on purpose
+		for cfg in $(shuffle $((r + 500)) $engine_cfgs); do
+			run "engine-$eng" "$cfg" engine $(engine_args "$eng")
+		done
+	done
+	r=$((r + 1))
+done
+report engines
+}
+
 bench_programs() {
 for prog in ${BENCH_PROGRAMS:-}; do
 	progress "$prog"
@@ -499,10 +610,11 @@ report programs
 }
 
 # BENCH_ONLY="small pair" runs only those tables (decode vary churn grow spawn
-# stats audit scale small pair programs), for quick iterations on one part.
-for section in ${BENCH_ONLY:-decode vary churn grow spawn stats audit scale small pair programs}; do
+# stats audit scale small pair engines programs), for quick iterations on one part.
+for section in ${BENCH_ONLY:-decode vary churn grow spawn stats audit scale small pair engines programs}; do
 	case $section in
-	decode | vary | churn | grow | spawn | stats | audit | scale | small | pair | programs) "bench_$section" ;;
+	decode | vary | churn | grow | spawn | stats | audit | scale | small | pair | engines | programs)
+		"bench_$section" ;;
 	*) echo "bench: BENCH_ONLY: unknown section '$section'" >&2 ;;
 	esac
 done

@@ -4,7 +4,7 @@
  * stream, and the Prometheus text of /metrics.
  *
  * Every JSON key and metric name is written once, in a table of documents.c;
- * tests/check_fields.c pins the whole list. The renderers are pure: they
+ * tests/unit/check_fields.c pins the whole list. The renderers are pure: they
  * read what they are given (registry entries, counts) and return a new
  * JSON value (the caller's) or write text. The caller holds the registry's
  * lock while the entries are read.

@@ -9,7 +9,7 @@
  * metric's name (after the family's prefix), type and HELP text. A
  * document writes a table's fields with fields_json(); /metrics writes its
  * families with fields_prom(). So a key or a metric name is written in one
- * place, and tests/check_fields.c pins every one
+ * place, and tests/unit/check_fields.c pins every one
  * that the documents render.
  *
  * Scopes: a table may serve several objects (one counters table for a

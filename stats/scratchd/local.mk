@@ -1,7 +1,7 @@
 # stats/scratchd/: the stats daemon. Its process table (registry) and the
 # documents it serves, from one field table (documents, fields), with each
 # history sample's thread points (thread_points), are a library, so that
-# tests/check_fields.c renders the same documents; main and the HTTP side
+# tests/unit/check_fields.c renders the same documents; main and the HTTP side
 # (serve) make the program. The systemd user units are here too.
 STATS_SCRATCHD_CPPFLAGS = $(STATS_SEGREAD_CPPFLAGS) -I$(srcdir)/stats/scratchd
 

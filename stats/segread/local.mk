@@ -12,7 +12,7 @@ libscratch_segread_la_CPPFLAGS = $(STATS_SEGREAD_CPPFLAGS)
 libscratch_segread_la_CFLAGS = $(AM_CFLAGS)
 
 # The segment reader's fuzz target: a standalone driver that `make check`
-# runs briefly over generated segments (tests/stats_hostile.test), and a
+# runs briefly over generated segments (tests/stats/stats_hostile.test), and a
 # libFuzzer build with `make fuzz` when clang can link -fsanitize=fuzzer
 # (that build compiles the reader again, instrumented for coverage).
 check_PROGRAMS += stats/segread/fuzz_segment

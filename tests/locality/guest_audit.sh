@@ -225,7 +225,7 @@ check "g6b: its finding is gone" \
   eq "$(j "[.findings[] | select(.owner == $mover)] | length" g6b.json)" 0
 
 echo "case a pool buffer written by workers on both nodes: the one-node fix"
-# host_numa split (tests/host_numa.c): the main thread on node 0 mallocs
+# host_numa split (tests/locality/host_numa.c): the main thread on node 0 mallocs
 # 64 MiB from the pools, a writer on each node writes a half
 g8() {
   SCRATCH_CONF= timeout 400 $SS audit --json --preload $SHIM -- \
