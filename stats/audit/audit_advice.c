@@ -3,7 +3,7 @@
  * (audit.h: mapping_shared, mapping_private), and every finding's fix.
  *
  * A fix is printed only if a guest test applies it to the finding it is
- * printed for and audits again (tests/locality/audit_fixes.sh, in the
+ * printed for and audits again (tests/locality/guest_audit.sh, in the
  * two-node guest): numactl --interleave=all for a mapping the compute
  * threads share, after dropping the file from the page cache when its
  * pages were resident before the run; numactl --cpunodebind/--membind for
@@ -12,7 +12,8 @@
  * thread. Where no fix without rebuilding was verified, the fix says so
  * and names the cause. Engine-specific options (llama.cpp's --numa
  * distribute, --no-mmap) are not printed: no test here runs the engine
- * (docs/audit.md); a recognized engine gets the general fix in its name.
+ * (docs/audit.md); a recognized engine gets the general fix in its name
+ * (tests/locality/audit_maps.test).
  *
  * Each fix also carries its steps for a script: fix_run, a command to run
  * first (as it is: for a running process, or to drop a cache), and
