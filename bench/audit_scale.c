@@ -18,12 +18,18 @@
  *  - attach: `scratchstat audit --json --for WINDOW PID` on the ready
  *    host: its wall time less the window (the audit's own work: the
  *    passes over numa_maps, pagemap and the probes, the join, the JSON),
- *    and its peak RSS (wait4's ru_maxrss);
- *  - the host while attached: pages a second walked during the audit's
- *    window against the mean of a window before and a window after;
+ *    its CPU time and its peak RSS (the "self" object it prints);
+ *  - the host while attached: pages walked per second of the host's own
+ *    CPU time (/proc/PID/schedstat: the host has one thread) during the
+ *    middle of the audit's window, against the mean of a window before
+ *    and a window after; per CPU second, so that other load on a shared
+ *    machine, which takes CPU from the host, does not count as the
+ *    audit's (the audit's own CPU time is its own line); the same per
+ *    wall second too;
  *  - launch: the host run to its end alone, then under `scratchstat audit
- *    --` (every fault sampled), the wall time the audit adds and its peak
- *    RSS.
+ *    --` (every fault sampled): the CPU time the audit adds (wait4's
+ *    rusage: the host, and scratchstat with the host it reaped), the wall
+ *    time, and the audit's peak RSS.
  * It prints one line, "audit_scale key=value ...", with the figures per
  * 8 GiB audited beside the raw ones (bench/report.py, table 2b).
  */
@@ -36,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -90,10 +97,21 @@ static int host(const char *path, uint64_t anon_bytes, int exit_at_end)
 /* ---- the driver ---- */
 
 struct run {
-	double wall_s;
+	double wall_s, cpu_s; /* cpu_s: of the child and those it reaped */
 	long maxrss_kib;
+	double self_cpu_s; /* scratchstat's own, from its "self" */
 	int status;
 };
+
+static const char *file_path; /* unlinked on SIGINT and SIGTERM */
+
+static void on_signal(int sig)
+{
+	if (file_path != NULL)
+		unlink(file_path);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
 
 /* The audit's own peak RSS in KiB, from the "self" object it prints
  * (getrusage of scratchstat alone: wait4's would count the launched host,
@@ -103,6 +121,19 @@ static long self_rss_kib(const char *json)
 	const char *p = strstr(json, "\"peak_rss_bytes\":");
 
 	return p != NULL ? (long)(strtoll(p + 17, NULL, 10) / 1024) : -1;
+}
+
+/* The audit's own CPU time from its "self" object, -1 when not found. */
+static double self_cpu_s(const char *json)
+{
+	const char *p = strstr(json, "\"cpu_s\":");
+
+	return p != NULL ? strtod(p + 8, NULL) : -1;
+}
+
+static double tv_s(struct timeval tv)
+{
+	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
 }
 
 /* Run argv to its end, its output into a buffer: wall time, and the
@@ -139,11 +170,19 @@ static struct run run_wait(char *const argv[])
 	}
 	close(p[0]);
 	fclose(f);
-	if (pid < 0 || waitpid(pid, &r.status, 0) < 0)
-		r.status = -1;
+	{
+		struct rusage ru;
+
+		if (pid < 0 || wait4(pid, &r.status, 0, &ru) < 0)
+			r.status = -1;
+		else
+			r.cpu_s = tv_s(ru.ru_utime) + tv_s(ru.ru_stime);
+	}
 	r.wall_s = bench_now_s() - t0;
-	if (out != NULL)
+	if (out != NULL) {
 		r.maxrss_kib = self_rss_kib(out);
+		r.self_cpu_s = self_cpu_s(out);
+	}
 	free(out);
 	return r;
 }
@@ -177,20 +216,45 @@ static pid_t host_start(const char *self, const char *path, uint64_t anon_gib)
 	return pid;
 }
 
-/* Pages a second the host walks over s seconds. */
-static double host_rate(double s)
+/* The host's CPU time so far in seconds (its one thread's, from
+ * /proc/PID/schedstat, in ns), -1 when unreadable. */
+static double host_cpu_s(pid_t hp)
+{
+	char path[64];
+	unsigned long long ns;
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)hp);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	n = fscanf(f, "%llu", &ns);
+	fclose(f);
+	return n == 1 ? (double)ns / 1e9 : -1;
+}
+
+struct rate {
+	double wall, cpu; /* pages walked per wall second, per host CPU second */
+};
+
+/* The pages the host walks over s seconds. */
+static struct rate host_rate(pid_t hp, double s)
 {
 	uint64_t c0 = __atomic_load_n(counter, __ATOMIC_RELAXED);
-	double t0 = bench_now_s();
+	double t0 = bench_now_s(), u0 = host_cpu_s(hp), u1, pages;
 	struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
 
 	nanosleep(&ts, NULL);
-	return (double)(__atomic_load_n(counter, __ATOMIC_RELAXED) - c0) / (bench_now_s() - t0);
+	pages = (double)(__atomic_load_n(counter, __ATOMIC_RELAXED) - c0);
+	u1 = host_cpu_s(hp);
+	return (struct rate){pages / (bench_now_s() - t0),
+	                     u0 >= 0 && u1 > u0 ? pages / (u1 - u0) : 0};
 }
 
 /* The attach-mode audit in the background (its output into a file), the
  * host's rate meanwhile. */
-static struct run attach(const char *ss, pid_t hp, unsigned window, double *rate)
+static struct run attach(const char *ss, pid_t hp, unsigned window, struct rate *rate)
 {
 	char spid[16], win[16], *text;
 	char *argv[] = {(char *)ss, (char *)"audit", (char *)"--json", (char *)"--for", win, spid,
@@ -215,15 +279,17 @@ static struct run attach(const char *ss, pid_t hp, unsigned window, double *rate
 		return (struct run){.status = -1};
 	/* the window less its first fifth (the attach and its first pass)
 	 * and its last (the last pass, the join): the host while attached */
-	host_rate((double)window * 0.2);
-	*rate = host_rate((double)window * 0.6);
+	host_rate(hp, (double)window * 0.2);
+	*rate = host_rate(hp, (double)window * 0.6);
 	if (waitpid(pid, &r.status, 0) < 0)
 		r.status = -1;
 	r.wall_s = bench_now_s() - t0;
 	len = ftell(out) > 0 ? ftell(out) : lseek(fileno(out), 0, SEEK_END);
 	text = len > 0 ? calloc(1, (size_t)len + 1) : NULL;
-	if (text != NULL && pread(fileno(out), text, (size_t)len, 0) == len)
+	if (text != NULL && pread(fileno(out), text, (size_t)len, 0) == len) {
 		r.maxrss_kib = self_rss_kib(text);
+		r.self_cpu_s = self_cpu_s(text);
+	}
 	free(text);
 	fclose(out);
 	return r;
@@ -235,7 +301,8 @@ int main(int argc, char **argv)
 	unsigned file_gib = 8, anon_gib = 4, window = 4;
 	char path[4096];
 	struct run alone, launched, att;
-	double before, during = 0, after, total_gib;
+	struct rate before, during = {0, 0}, after;
+	double total_gib, slow_cpu, slow_wall;
 	pid_t hp;
 	int fd;
 
@@ -278,6 +345,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	close(fd);
+	file_path = path;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
 	total_gib = file_gib + anon_gib;
 	{
 		int cfd = memfd_create("audit_scale", 0);
@@ -299,9 +370,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "audit_scale: the host did not start\n");
 		return 1;
 	}
-	before = host_rate(window);
+	before = host_rate(hp, window);
 	att = attach(ss, hp, window, &during);
-	after = host_rate(window);
+	after = host_rate(hp, window);
 	kill(hp, SIGKILL);
 	waitpid(hp, NULL, 0);
 
@@ -336,20 +407,28 @@ int main(int argc, char **argv)
 		        att.status, alone.status, launched.status);
 		return 1;
 	}
+	slow_cpu = (1 - during.cpu / ((before.cpu + after.cpu) / 2)) * 100;
+	slow_wall = (1 - during.wall / ((before.wall + after.wall) / 2)) * 100;
 	printf("audit of a host holding %u GiB of touched file mapping and %u GiB of anonymous "
-	       "memory: attach %.2f s beyond its %u s window, %.1f MiB peak; launch adds %.2f s, "
-	       "%.1f MiB peak; host %.2f%% slower while attached\n",
-	       file_gib, anon_gib, att.wall_s - window, window, att.maxrss_kib / 1024.0,
-	       launched.wall_s - alone.wall_s, launched.maxrss_kib / 1024.0,
-	       (1 - during / ((before + after) / 2)) * 100);
-	printf("audit_scale file_gib=%u anon_gib=%u window_s=%u attach_s=%.3f attach_rss_mib=%.1f "
-	       "attach_s_per_8g=%.3f attach_rss_mib_per_8g=%.1f launch_added_s=%.3f "
-	       "launch_rss_mib=%.1f launch_rss_mib_per_8g=%.1f host_alone_s=%.3f "
-	       "rate_before=%.0f rate_during=%.0f rate_after=%.0f host_slowdown_pct=%.2f\n",
-	       file_gib, anon_gib, window, att.wall_s - window, att.maxrss_kib / 1024.0,
-	       (att.wall_s - window) * 8 / total_gib, att.maxrss_kib / 1024.0 * 8 / total_gib,
-	       launched.wall_s - alone.wall_s, launched.maxrss_kib / 1024.0,
-	       launched.maxrss_kib / 1024.0 * 8 / total_gib, alone.wall_s, before, during, after,
-	       (1 - during / ((before + after) / 2)) * 100);
+	       "memory: attach %.2f s beyond its %u s window (%.2f s of CPU), %.1f MiB peak; "
+	       "launch adds %.2f s of CPU, %.1f MiB peak; host %.2f%% slower per CPU second "
+	       "while attached (%.2f%% per wall second)\n",
+	       file_gib, anon_gib, att.wall_s - window, window, att.self_cpu_s,
+	       att.maxrss_kib / 1024.0, launched.cpu_s - alone.cpu_s, launched.maxrss_kib / 1024.0,
+	       slow_cpu, slow_wall);
+	printf("audit_scale file_gib=%u anon_gib=%u window_s=%u attach_s=%.3f attach_cpu_s=%.3f "
+	       "attach_rss_mib=%.1f attach_s_per_8g=%.3f attach_cpu_s_per_8g=%.3f "
+	       "attach_rss_mib_per_8g=%.1f launch_added_cpu_s=%.3f launch_added_s=%.3f "
+	       "launch_self_cpu_s=%.3f launch_rss_mib=%.1f launch_rss_mib_per_8g=%.1f "
+	       "host_alone_s=%.3f host_alone_cpu_s=%.3f rate_before=%.0f rate_during=%.0f "
+	       "rate_after=%.0f cpu_rate_before=%.0f cpu_rate_during=%.0f cpu_rate_after=%.0f "
+	       "host_slowdown_pct=%.2f host_slowdown_wall_pct=%.2f\n",
+	       file_gib, anon_gib, window, att.wall_s - window, att.self_cpu_s,
+	       att.maxrss_kib / 1024.0, (att.wall_s - window) * 8 / total_gib,
+	       att.self_cpu_s * 8 / total_gib, att.maxrss_kib / 1024.0 * 8 / total_gib,
+	       launched.cpu_s - alone.cpu_s, launched.wall_s - alone.wall_s, launched.self_cpu_s,
+	       launched.maxrss_kib / 1024.0, launched.maxrss_kib / 1024.0 * 8 / total_gib,
+	       alone.wall_s, alone.cpu_s, before.wall, during.wall, after.wall, before.cpu,
+	       during.cpu, after.cpu, slow_cpu, slow_wall);
 	return 0;
 }
