@@ -22,7 +22,8 @@
  *  - the host while attached: pages walked per second of the host's own
  *    CPU time (/proc/PID/schedstat: the host has one thread) during the
  *    middle of the audit's window, against the mean of a window before
- *    and a window after; per CPU second, so that other load on a shared
+ *    and a window after (once the host's rate settled: two one-second
+ *    windows within 5%); per CPU second, so that other load on a shared
  *    machine, which takes CPU from the host, does not count as the
  *    audit's (the audit's own CPU time is its own line); the same per
  *    wall second too;
@@ -36,6 +37,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -370,6 +372,21 @@ int main(int argc, char **argv)
 		fprintf(stderr, "audit_scale: the host did not start\n");
 		return 1;
 	}
+	/* warm up: on this kind of VM the host's first laps after its
+	 * touches ran up to 15 times slower per CPU second than later ones
+	 * (cause not established: the VM's backing of fresh memory is
+	 * suspected), which read as a slowdown: walk until two
+	 * one-second windows agree within 5%, at most 60 s */
+	{
+		struct rate w0 = host_rate(hp, 1), w1;
+
+		for (int i = 0; i < 60; i++, w0 = w1) {
+			w1 = host_rate(hp, 1);
+			if (w0.cpu > 0 && w1.cpu > 0 && w1.cpu < w0.cpu * 1.05 &&
+			    w0.cpu < w1.cpu * 1.05)
+				break;
+		}
+	}
 	before = host_rate(hp, window);
 	att = attach(ss, hp, window, &during);
 	after = host_rate(hp, window);
@@ -422,13 +439,14 @@ int main(int argc, char **argv)
 	       "launch_self_cpu_s=%.3f launch_rss_mib=%.1f launch_rss_mib_per_8g=%.1f "
 	       "host_alone_s=%.3f host_alone_cpu_s=%.3f rate_before=%.0f rate_during=%.0f "
 	       "rate_after=%.0f cpu_rate_before=%.0f cpu_rate_during=%.0f cpu_rate_after=%.0f "
-	       "host_slowdown_pct=%.2f host_slowdown_wall_pct=%.2f\n",
+	       "host_slowdown_pct=%.2f host_slowdown_wall_pct=%.2f noise_pct=%.2f\n",
 	       file_gib, anon_gib, window, att.wall_s - window, att.self_cpu_s,
 	       att.maxrss_kib / 1024.0, (att.wall_s - window) * 8 / total_gib,
 	       att.self_cpu_s * 8 / total_gib, att.maxrss_kib / 1024.0 * 8 / total_gib,
 	       launched.cpu_s - alone.cpu_s, launched.wall_s - alone.wall_s, launched.self_cpu_s,
 	       launched.maxrss_kib / 1024.0, launched.maxrss_kib / 1024.0 * 8 / total_gib,
 	       alone.wall_s, alone.cpu_s, before.wall, during.wall, after.wall, before.cpu,
-	       during.cpu, after.cpu, slow_cpu, slow_wall);
+	       during.cpu, after.cpu, slow_cpu, slow_wall,
+	       fabs(before.cpu - after.cpu) * 200 / (before.cpu + after.cpu));
 	return 0;
 }

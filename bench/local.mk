@@ -21,6 +21,7 @@ bench_small_SOURCES = bench/small.c bench/bench.h
 bench_small_LDADD = $(PTHREAD_LIBS)
 bench_pair_SOURCES = bench/pair.c bench/bench.h
 bench_audit_scale_SOURCES = bench/audit_scale.c bench/bench.h
+bench_audit_scale_LDADD = -lm
 
 # Programs that print their own benchmark table; bench/run.sh runs each.
 # (Not *_PROGRAMS: automake would take that for a program primary.)

@@ -654,10 +654,9 @@ class Printer:
                     "", "<= 2%: " + verdict(cmp(sl, 2.0) <= 0))
         self.printf(f, "... per wall second %", sprintf("%.2f", m("host_slowdown_wall_pct")), "",
                     "(other load on the machine counts here)")
-        b, a = num(m("cpu_rate_before")), num(m("cpu_rate_after"))
         self.printf(f, "noise: windows before and after differ by %",
-                    sprintf("%.2f", div(abs(b - a) * 200, b + a)), "",
-                    "(a slowdown below this is not resolved)")
+                    sprintf("%.2f", m("noise_pct")), "",
+                    "(per CPU second; a slowdown below this is not resolved)")
 
     def small_table(self, t):
         """Per backend, the pair alone, under the bare forwarder and under the
