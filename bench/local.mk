@@ -9,7 +9,8 @@
 #
 # bench/README.md describes how to run it, the method and the tables.
 EXTRA_DIST += bench/README.md
-noinst_PROGRAMS += bench/decode bench/small bench/pair bench/churn bench/grow bench/spawn
+noinst_PROGRAMS += bench/decode bench/small bench/pair bench/churn bench/grow bench/spawn \
+	bench/audit_scale
 bench_decode_SOURCES = bench/decode.c bench/bench.h
 bench_decode_LDADD = $(PTHREAD_LIBS)
 bench_churn_SOURCES = bench/churn.c bench/bench.h
@@ -19,6 +20,8 @@ bench_spawn_LDADD = $(PTHREAD_LIBS)
 bench_small_SOURCES = bench/small.c bench/bench.h
 bench_small_LDADD = $(PTHREAD_LIBS)
 bench_pair_SOURCES = bench/pair.c bench/bench.h
+bench_audit_scale_SOURCES = bench/audit_scale.c bench/bench.h
+bench_audit_scale_LDADD = -lm
 
 # Programs that print their own benchmark table; bench/run.sh runs each.
 # (Not *_PROGRAMS: automake would take that for a program primary.)

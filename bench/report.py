@@ -6,10 +6,11 @@
 With RESULTS alone it prints everything the run printed on its standard output:
 the header, then each section the file holds, in the order they ran.
 --section prints one section (header, decode, vary, churn, grow, spawn, stats,
-audit, small, pair, programs) with its caption; run.sh calls it so after each
-section's rounds. --table prints one table alone, without its caption
-(decode-default, decode-main-alloc, vary-default, vary-main-alloc, churn, grow,
-spawn, stats, audit, small, pair).
+audit, scale, small, pair, engines, programs) with its caption; run.sh calls it
+so after each section's rounds. --table prints one table alone, without its
+caption (decode-default, decode-main-alloc, vary-default, vary-main-alloc,
+churn, grow, spawn, stats, audit, scale, small, pair, engine-torch-b1,
+engine-torch-b4, engine-numpy, engine-ort-b4).
 
 The results file holds one record a line:
     # TEXT                      a comment
@@ -169,7 +170,8 @@ def xfmt(x):
 # --- the results -------------------------------------------------------------
 
 SECTIONS = [
-    "decode", "vary", "churn", "grow", "spawn", "stats", "audit", "small", "pair", "engines",
+    "decode", "vary", "churn", "grow", "spawn", "stats", "audit", "scale", "small", "pair",
+    "engines",
     "programs"
 ]
 TABLES = {
@@ -182,6 +184,7 @@ TABLES = {
     "spawn": "spawn",
     "stats": "stats",
     "audit": "audit",
+    "scale": "scale",
     "small": "small",
     "pair": "pair",
     "engine-torch-b1": "engines",
@@ -612,6 +615,49 @@ class Printer:
         self.printf("  %-46s %9.2f%% %13.2f%%\n", "cost of the audit", (1 - num(x)) * 100,
                     (num(y) - 1) * 100)
 
+    def scale_table(self, t):
+        """The whole-process audit of a large host (bench/audit_scale):
+        medians over the rounds, raw and per 8 GiB audited, beside the
+        targets."""
+        r = self.r
+        st = r.status(t, "audit")
+        if st != "":
+            self.printf("  scale: %s\n", st)
+            return
+
+        def m(k):
+            return r.median(t, "audit", k)
+
+        gib = num(m("file_gib")) + num(m("anon_gib"))
+        self.printf("  host: %s GiB of touched file mapping, %s GiB anonymous; attach window %s s\n",
+                    to_str(m("file_gib")), to_str(m("anon_gib")), to_str(m("window_s")))
+        f = "  %-46s %10s %10s  %s\n"
+        self.printf(f, "", "measured", "per 8 GiB", "target")
+        s8, c8 = m("attach_s_per_8g"), m("attach_cpu_s_per_8g")
+        m8, l8 = m("attach_rss_mib_per_8g"), m("launch_rss_mib_per_8g")
+        self.printf(f, "attach: the audit's time beyond its window (s)",
+                    sprintf("%.2f", m("attach_s")), sprintf("%.2f", s8),
+                    "<= 2 s: " + verdict(cmp(s8, 2.0) <= 0))
+        self.printf(f, "attach: the audit's CPU time (s)", sprintf("%.2f", m("attach_cpu_s")),
+                    sprintf("%.2f", c8), "(the window included)")
+        self.printf(f, "attach: the audit's peak RSS (MiB)", sprintf("%.1f", m("attach_rss_mib")),
+                    sprintf("%.1f", m8), "<= 64 MiB: " + verdict(cmp(m8, 64.0) <= 0))
+        self.printf(f, "launch: CPU time the audit adds (s)",
+                    sprintf("%.2f", m("launch_added_cpu_s")),
+                    sprintf("%.2f", div(num(m("launch_added_cpu_s")) * 8, gib)),
+                    "(every fault sampled; the host alone: %s s CPU, %s s wall)"
+                    % (sprintf("%.1f", m("host_alone_cpu_s")), sprintf("%.1f", m("host_alone_s"))))
+        self.printf(f, "launch: the audit's peak RSS (MiB)", sprintf("%.1f", m("launch_rss_mib")),
+                    sprintf("%.1f", l8), "<= 64 MiB: " + verdict(cmp(l8, 64.0) <= 0))
+        sl = m("host_slowdown_pct")
+        self.printf(f, "host while attached, per CPU second: slower %", sprintf("%.2f", sl),
+                    "", "<= 2%: " + verdict(cmp(sl, 2.0) <= 0))
+        self.printf(f, "... per wall second %", sprintf("%.2f", m("host_slowdown_wall_pct")), "",
+                    "(other load on the machine counts here)")
+        self.printf(f, "noise: windows before and after differ by %",
+                    sprintf("%.2f", m("noise_pct")), "",
+                    "(per CPU second; a slowdown below this is not resolved)")
+
     def small_table(self, t):
         """Per backend, the pair alone, under the bare forwarder and under the
         shim, in CPU time and in instructions; the budget (DESIGN.md) is on
@@ -868,6 +914,19 @@ CAPTIONS = {
    steady-state token faults nothing, so the steady-state CPU figure is the audit's cost per
    token once warm. Where perf_event_paranoid refuses sampling, the audit reads placement
    only. (No target.)
+""",
+    "scale": """\
+
+2b. The whole-process audit at scale (issue 24): bench/audit_scale holds a touched file
+   mapping and anonymous memory (sizes below; the file is sparse on tmpfs, so the host's reads
+   place it), and is audited in attach mode (scratchstat audit --for: its wall time beyond the
+   window, its CPU time and its peak RSS) and in launch mode (every fault sampled: the CPU time
+   it adds to the host's run, and its peak RSS). The host walks its memory meanwhile, one byte
+   a page: its pages per second of its own CPU time in the middle of the attach window against
+   the mean of a window before and one after (per wall second too, where other load on a
+   shared machine counts). Medians of $scale_rounds rounds; per 8 GiB: the figure times 8 GiB
+   over the GiB audited. Targets: at most 2 s and 64 MiB of the audit's own memory per 8 GiB;
+   the host at most 2% slower while attached.
 """,
     "small": """\
 

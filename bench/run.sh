@@ -17,6 +17,8 @@
 #   2. stats and tracing on versus off on the decode loop under the shim,
 #      timed and counted (callgrind);
 #   2a. the locality audit's cost: the decode loop under scratchstat audit;
+#   2b. the whole-process audit of a large host (bench/audit_scale): its time
+#      and memory, and the host's slowdown while attached;
 #   3. small-allocation pass-through (bench/small) under each shim against
 #      its backend alone and a bare forwarder in front of it (bench/forward.c);
 #   4. a pooled malloc+free hit through each shim (bench/pair): ns per pair,
@@ -33,7 +35,9 @@
 # Environment: SCRATCH_TOP_BUILDDIR (set by make), BENCH_PROGRAMS, VALGRIND,
 # PKG_CONFIG (from configure); BENCH_ROUNDS (default 3), BENCH_TOKENS
 # (default 32), BENCH_VARY_TOKENS (default 32) and BENCH_CHURN_STEPS
-# (default 2000) to trade time for precision; BENCH_ONLY to run some tables;
+# (default 2000) to trade time for precision; BENCH_SCALE_FILE_GIB (8),
+# BENCH_SCALE_ANON_GIB (4) and BENCH_SCALE_ROUNDS (3) for table 2b; BENCH_ONLY
+# to run some tables;
 # BENCH_RESULTS to name the results file; PYTHON (default python3) to run
 # bench/report.py.
 set -u
@@ -60,6 +64,11 @@ vlayers=2
 vwarmup=$((vtokens / 2))
 vargs="--vary --tokens $vtokens --layers $vlayers --warmup $vwarmup"
 churn_steps=${BENCH_CHURN_STEPS:-2000}
+# The audit at scale: a host of BENCH_SCALE_FILE_GIB of file mapping and
+# BENCH_SCALE_ANON_GIB of anonymous memory (about 12.5 GiB of memory in all).
+scale_file_gib=${BENCH_SCALE_FILE_GIB:-8}
+scale_anon_gib=${BENCH_SCALE_ANON_GIB:-4}
+scale_rounds=${BENCH_SCALE_ROUNDS:-3}
 # jemalloc as the PyTorch CPU tuning guides set it: the Intel Extension for
 # PyTorch guide (which PyTorch's own guide points to) gives these decay times
 # of 9*10^9 ms; others give -1 (never purge). They differ: with the former the
@@ -232,6 +241,7 @@ set vtokens $vtokens
 set vlayers $vlayers
 set vwarmup $vwarmup
 set churn_steps $churn_steps
+set scale_rounds $scale_rounds
 set pair_size $pair_size
 set cg_n $cg_n
 set tuned $tuned
@@ -372,6 +382,26 @@ report stats
 bench_audit() {
 paired_rounds audit "audit on/off" shim-glibc shim-glibc-audit
 report audit
+}
+
+# --- 2b. the whole-process audit at scale -------------------------------------
+bench_scale() {
+need=$((scale_file_gib + scale_anon_gib + 1))
+shm=$(df -P -k /dev/shm 2>/dev/null | awk 'NR == 2 { print int($4 / 1048576) }')
+mem=$(awk '$1 == "MemAvailable:" { print int($2 / 1048576) }' /proc/meminfo)
+if [ "${shm:-0}" -lt $((scale_file_gib + 1)) ] || [ "${mem:-0}" -lt "$need" ]; then
+	echo "scale audit missing needs $need GiB of memory and $((scale_file_gib + 1)) GiB in /dev/shm (has ${mem:-?} and ${shm:-?}; set BENCH_SCALE_FILE_GIB, BENCH_SCALE_ANON_GIB)" >>"$RES"
+	report scale
+	return
+fi
+r=1
+while [ "$r" -le "$scale_rounds" ]; do
+	progress "audit at scale, round $r of $scale_rounds"
+	run scale audit audit_scale --scratchstat "$scratchstat" \
+		--file-gib "$scale_file_gib" --anon-gib "$scale_anon_gib"
+	r=$((r + 1))
+done
+report scale
 }
 
 # --- 3. small-allocation pass-through ----------------------------------------
@@ -580,10 +610,10 @@ report programs
 }
 
 # BENCH_ONLY="small pair" runs only those tables (decode vary churn grow spawn
-# stats audit small pair engines programs), for quick iterations on one part.
-for section in ${BENCH_ONLY:-decode vary churn grow spawn stats audit small pair engines programs}; do
+# stats audit scale small pair engines programs), for quick iterations on one part.
+for section in ${BENCH_ONLY:-decode vary churn grow spawn stats audit scale small pair engines programs}; do
 	case $section in
-	decode | vary | churn | grow | spawn | stats | audit | small | pair | engines | programs)
+	decode | vary | churn | grow | spawn | stats | audit | scale | small | pair | engines | programs)
 		"bench_$section" ;;
 	*) echo "bench: BENCH_ONLY: unknown section '$section'" >&2 ;;
 	esac

@@ -43,6 +43,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "maps.h"
 #include "topology.h"
 
 #define AUDIT_MAX_FRAMES  16 /* SCRATCH_SEG_MAX_FRAMES */
@@ -51,12 +52,18 @@
 #define AUDIT_REASON_LEN  256
 #define AUDIT_UNKNOWN_TID 0 /* a first toucher or user that is not known */
 
-/* Evidence levels, strongest first; audit_evidence_name() gives the text. */
+/* Evidence levels; audit_evidence_name() gives the text. */
 enum audit_evidence {
 	AUDIT_EV_PLACEMENT = 0, /* "placement measured": move_pages said where pages sit */
 	AUDIT_EV_SAMPLED = 1,   /* "first touch sampled": a fault sample named the thread */
 	AUDIT_EV_LEASE = 2,     /* "use by lease": only the block table's holders */
+	/* "inferred": who uses it is not measured (no PMU): a mapping every
+	 * compute thread may read is taken to be "shared by the compute
+	 * threads", a risk, not a measurement */
+	AUDIT_EV_INFERRED = 3,
+	AUDIT_EV_STACK = 4, /* "stack pointer": the thread's stack pointer is in it */
 };
+#define AUDIT_EVIDENCES 5
 
 /* What a finding says; audit_kind_name() gives its stable snake_case key. */
 enum audit_kind {
@@ -72,8 +79,15 @@ enum audit_kind {
 	/* "Thread moved node": its faults came from CPUs of more than one
 	 * node, or it now runs on another node than its pages. */
 	AUDIT_THREAD_MOVED = 3,
+	/* A mapping outside the pools that the compute threads share (a
+	 * file, shared memory, anonymous memory, the main heap), with pages
+	 * off the nodes they run on: inferred users, measured placement. */
+	AUDIT_MAPPING_SHARED = 4,
+	/* One thread's own memory (its stack, the arena heap it made) on
+	 * another node than the one it runs on. */
+	AUDIT_MAPPING_PRIVATE = 5,
 };
-#define AUDIT_KINDS 4
+#define AUDIT_KINDS 6
 
 /* The tiers, as in the file header. */
 enum audit_tier_id {
@@ -81,8 +95,12 @@ enum audit_tier_id {
 	AUDIT_TIER_FIRST_TOUCH = 1,
 	AUDIT_TIER_USE = 2,
 	AUDIT_TIER_SITES = 3,
+	/* page-cache provenance of file pages: a major-fault event beside the
+	 * all-faults one, and a first look at each file's residency (mincore
+	 * on the audit's own read-only mapping of it) */
+	AUDIT_TIER_PAGE_CACHE = 4,
 };
-#define AUDIT_TIERS 4
+#define AUDIT_TIERS 5
 
 struct audit_tier {
 	bool on;
@@ -129,6 +147,11 @@ struct audit_thread {
 	uint64_t remote_bytes;          /* of those, on another node than its node */
 	uint64_t first_touched;         /* bytes it first-touched (sampled) */
 	uint64_t touched_for_others;    /* of those, in blocks another thread uses */
+	uint64_t cpu_ticks;             /* user + system time at the last look */
+	/* a compute thread: it used at least 5% of the busiest thread's CPU
+	 * time (and a tick); the threads taken to share a read-mostly mapping */
+	bool compute;
+	uint64_t mapped_touched; /* present bytes outside the pools it first touched */
 };
 
 /* One page run of a block: adjacent pages with the same node and the same
@@ -159,6 +182,91 @@ struct audit_block {
 	size_t nruns;
 };
 
+/* Where a file page came from (page-cache provenance); audit_prov_name()
+ * gives the key. Measured, except AUDIT_PROV_READAHEAD. */
+enum audit_prov {
+	/* a major fault of this process read it in */
+	AUDIT_PROV_FAULTED = 0,
+	/* not resident at the audit's first look at the file, resident now:
+	 * read in during the run (by this process's read-ahead, or by
+	 * another process reading the file meanwhile) */
+	AUDIT_PROV_DURING = 1,
+	/* inferred: resident at the first look, within the read-ahead window
+	 * after a page this process faulted before the look, when one of its
+	 * faults there was major */
+	AUDIT_PROV_READAHEAD = 2,
+	/* resident at the first look, and this process had not touched it:
+	 * placed by another process or an earlier run */
+	AUDIT_PROV_BEFORE = 3,
+	/* this process touched it before the first look with a minor fault
+	 * (either of the above), or there was no look (attach mode: resident
+	 * at the attach; a file that could not be opened) */
+	AUDIT_PROV_UNKNOWN = 4,
+};
+#define AUDIT_PROVS 5
+
+/* A first toucher of a mapping: a thread, the CPU of its first sample
+ * there, that CPU's node, and the present bytes it first touched. */
+struct audit_toucher {
+	pid_t tid;
+	int cpu, node;
+	uint64_t bytes;
+};
+
+#define AUDIT_BAR        64   /* cells of a mapping's placement bar */
+#define AUDIT_BAR_ABSENT (-1) /* a cell with no present page */
+#define AUDIT_BAR_MIXED  (-2) /* a cell whose pages sit on several nodes */
+
+/*
+ * One mapping of the process (maps.h), as the last whole-process pass read
+ * it. Per-node bytes are numa_maps' (exact). The rest comes from probes:
+ * move_pages on every present page when there are at most
+ * AUDIT_PROBE_PAGES of them, else on AUDIT_PROBE_PAGES pages spread
+ * evenly over the present ones (one at a random place in each equal
+ * stretch), each standing for probe_bytes (exact false).
+ */
+struct audit_mapping {
+	uint64_t start, end;
+	enum maps_category category;
+	char perms[5];
+	char *path; /* the file's path, "" when anonymous (malloc'd, masked) */
+	char why[MAPS_WHY_LEN];
+	char policy[MAPS_POLICY_LEN];
+	pid_t thread; /* stack: its thread; arena heap: the thread that made it */
+	uint64_t resident;
+	uint64_t node_bytes[TOPOLOGY_MAX_NODES];
+	/* probes */
+	uint64_t probes, probe_bytes;
+	bool exact;
+	uint64_t sampled_bytes;         /* present bytes with a sampled first toucher */
+	uint64_t unknown_bytes;         /* present bytes whose first toucher was not seen */
+	uint64_t differs_bytes;         /* placed off the node of their first toucher's CPU */
+	struct audit_toucher *touchers; /* bytes descending */
+	unsigned ntouchers;
+	int8_t bar[AUDIT_BAR]; /* node of each 1/64th, AUDIT_BAR_ABSENT, AUDIT_BAR_MIXED */
+	/* file and shared memory: page-cache provenance, bytes per class */
+	bool have_prov;
+	bool cache_pinned; /* on tmpfs or ramfs: its pages cannot be dropped from the cache */
+	uint64_t prov[AUDIT_PROVS];
+	char prov_note[AUDIT_REASON_LEN]; /* why a class is unknown, "" */
+	/* who uses it, and the bytes off their nodes */
+	enum audit_evidence use_evidence;
+	pid_t users[AUDIT_MAX_TIDS];
+	unsigned nusers;
+	topology_nodeset_t user_nodes;
+	uint64_t remote_bytes; /* off the nodes of its users (the worst user node) */
+};
+
+#define AUDIT_PROBE_PAGES 16384
+
+/* A category's totals over its mappings. */
+struct audit_category {
+	unsigned mappings;
+	uint64_t resident;
+	uint64_t node_bytes[TOPOLOGY_MAX_NODES];
+	uint64_t sampled_bytes, unknown_bytes;
+};
+
 struct audit_finding {
 	enum audit_kind kind;
 	enum audit_evidence evidence;
@@ -172,9 +280,15 @@ struct audit_finding {
 	int other_node;             /* the node of the threads involved, -1 when mixed/unknown */
 	uintptr_t block;            /* first block concerned, 0 for a thread finding */
 	unsigned nblocks;
-	int site;                  /* index into audit_result.sites, -1 when unknown */
+	int site;    /* index into audit_result.sites, -1 when unknown */
+	int mapping; /* index into audit_result.mappings, -1 for a pool finding */
+	enum maps_category category;
 	char text[AUDIT_TEXT_LEN]; /* the sentence, with tids and the site */
-	char fix[AUDIT_TEXT_LEN];  /* the fix that fits */
+	char fix[AUDIT_TEXT_LEN];  /* the fix that fits, tested to work (docs/audit.md) */
+	/* the fix's steps for a script: a command to run first ("" none), and
+	 * what to put before the program's command line ("" none) */
+	char fix_run[AUDIT_TEXT_LEN];
+	char fix_prefix[128];
 };
 
 enum audit_mode { AUDIT_LAUNCH = 0, AUDIT_ATTACH = 1 };
@@ -210,6 +324,19 @@ struct audit_result {
 	size_t nsites;
 	struct audit_finding *findings; /* ranked: bytes descending */
 	size_t nfindings;
+
+	/* the whole process (maps.h), as the last whole-process pass read it */
+	struct audit_mapping *mappings; /* by address */
+	size_t nmappings;
+	struct audit_category categories[MAPS_CATEGORIES];
+	uint64_t node_total[TOPOLOGY_MAX_NODES]; /* every mapping, per node: numastat -p's */
+	uint64_t moved_bytes;     /* numa_maps lines whose mapping changed between the reads */
+	uint64_t inventory_reads; /* whole-process passes made */
+	uint64_t inventory_ns;    /* the last one's wall time */
+	char stacks_note[AUDIT_REASON_LEN];     /* why threads' stacks are not known, "" */
+	char engine[32];                        /* a recognized engine ("llama.cpp"), "" */
+	uint64_t node_free[TOPOLOGY_MAX_NODES]; /* MemFree per node at the last pass */
+	uint64_t audit_memory; /* bytes the audit's own stores held (first touches, probes) */
 };
 
 /* How to collect. */
@@ -271,8 +398,10 @@ int audit_collect(pid_t pid, const struct audit_opts *o, struct audit_result *re
 
 void audit_result_free(struct audit_result *r);
 
-/* Stable names: "placement measured", "cross_touch", "first_touch". */
+/* Stable names: "placement measured", "cross_touch", "first_touch",
+ * "faulted" (audit_prov). */
 const char *audit_evidence_name(enum audit_evidence e);
+const char *audit_prov_name(enum audit_prov p);
 const char *audit_kind_name(enum audit_kind k);
 const char *audit_tier_name(enum audit_tier_id t);
 

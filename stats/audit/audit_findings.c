@@ -17,16 +17,16 @@
 
 const char *audit_evidence_name(enum audit_evidence e)
 {
-	static const char *const n[] = {"placement measured", "first touch sampled",
-	                                "use by lease"};
+	static const char *const n[] = {"placement measured", "first touch sampled", "use by lease",
+	                                "inferred", "stack pointer"};
 
-	return (unsigned)e < 3 ? n[e] : "unknown";
+	return (unsigned)e < AUDIT_EVIDENCES ? n[e] : "unknown";
 }
 
 const char *audit_kind_name(enum audit_kind k)
 {
-	static const char *const n[] = {"cross_touch", "reused_remote", "placement_differs",
-	                                "thread_moved"};
+	static const char *const n[] = {"cross_touch",  "reused_remote",  "placement_differs",
+	                                "thread_moved", "mapping_shared", "mapping_private"};
 
 	return (unsigned)k < AUDIT_KINDS ? n[k] : "unknown";
 }
@@ -42,18 +42,11 @@ void audit__add_tid(pid_t *set, unsigned *n, unsigned *more, unsigned cap, pid_t
 		(*more)++;
 }
 
-/* The finding of (kind, site, owner, node), new or to merge into. */
-static struct audit_finding *finding_get(struct join *j, enum audit_kind kind, int site,
-                                         pid_t owner, int node)
+struct audit_finding *audit__finding_new(struct join *j)
 {
 	struct audit_result *r = j->r;
 	struct audit_finding *f;
 
-	for (size_t i = 0; i < r->nfindings; i++) {
-		f = &r->findings[i];
-		if (f->kind == kind && f->site == site && f->owner == owner && f->node == node)
-			return f;
-	}
 	if (r->nfindings == j->capfindings) {
 		size_t n = j->capfindings ? j->capfindings * 2 : 16;
 
@@ -65,11 +58,33 @@ static struct audit_finding *finding_get(struct join *j, enum audit_kind kind, i
 	}
 	f = &r->findings[r->nfindings++];
 	memset(f, 0, sizeof(*f));
+	f->site = -1;
+	f->mapping = -1;
+	f->node = f->other_node = -1;
+	f->category = MAPS_POOL;
+	return f;
+}
+
+/* The finding of (kind, site, owner, node), new or to merge into. */
+static struct audit_finding *finding_get(struct join *j, enum audit_kind kind, int site,
+                                         pid_t owner, int node)
+{
+	struct audit_result *r = j->r;
+	struct audit_finding *f;
+
+	for (size_t i = 0; i < r->nfindings; i++) {
+		f = &r->findings[i];
+		if (f->kind == kind && f->site == site && f->owner == owner && f->node == node &&
+		    f->mapping < 0)
+			return f;
+	}
+	f = audit__finding_new(j);
+	if (f == NULL)
+		return NULL;
 	f->kind = kind;
 	f->site = site;
 	f->owner = owner;
 	f->node = node;
-	f->other_node = -1;
 	return f;
 }
 
@@ -216,9 +231,6 @@ static void finding_text(struct join *j, struct audit_finding *f)
 			         "Buffer allocated by %d (%.64s) at %.160s, pages first touched by "
 			         "%.160s",
 			         (int)f->owner, audit__thread_name(j->a, f->owner), where, tids);
-		snprintf(f->fix, sizeof(f->fix),
-		         "allocate in the worker that first writes it; if every thread reads it, "
-		         "bind or interleave only the shared weights");
 		break;
 	case AUDIT_REUSED_REMOTE:
 		if (f->risk)
@@ -231,29 +243,21 @@ static void finding_text(struct join *j, struct audit_finding *f)
 			         "pages "
 			         "on node %d (allocated at %.160s)",
 			         tids, f->other_node, f->node, where);
-		snprintf(
-		        f->fix, sizeof(f->fix),
-		        "per-node pools, so that a block goes only to a thread on its pages' node; "
-		        "or free blocks in the thread that allocated them");
 		break;
 	case AUDIT_PLACEMENT_DIFFERS:
 		snprintf(f->text, sizeof(f->text),
 		         "Placement differs from the first toucher's node: pages first touched on "
 		         "node %d sit on node %d (allocated by %d at %.160s)",
 		         f->other_node, f->node, (int)f->owner, where);
-		snprintf(f->fix, sizeof(f->fix),
-		         "check the memory policy (numactl, set_mempolicy), free memory on the "
-		         "node, "
-		         "THP and NUMA balancing; bind or interleave only the shared weights");
 		break;
 	case AUDIT_THREAD_MOVED:
 		snprintf(f->text, sizeof(f->text),
 		         "Thread moved node: %d (%.64s) first touched pages on other nodes, now on "
 		         "node %d",
 		         (int)f->owner, audit__thread_name(j->a, f->owner), f->node);
-		snprintf(f->fix, sizeof(f->fix),
-		         "pin the thread to its node's CPUs; per-node pools notice a moved thread");
 		break;
+	default:
+		break; /* the mappings' findings have their text already */
 	}
 	n = strlen(f->text);
 	if (f->risk && n < sizeof(f->text))
@@ -274,8 +278,11 @@ void audit__findings_rank(struct join *j)
 {
 	struct audit_result *r = j->r;
 
-	for (size_t i = 0; i < r->nfindings; i++)
-		finding_text(j, &r->findings[i]);
+	for (size_t i = 0; i < r->nfindings; i++) {
+		if (r->findings[i].mapping < 0)
+			finding_text(j, &r->findings[i]);
+		audit__fix(j, &r->findings[i]);
+	}
 	if (r->nfindings > 1)
 		qsort(r->findings, r->nfindings, sizeof(*r->findings), by_bytes);
 }

@@ -18,25 +18,47 @@
 
 #include "audit.h"
 #include "faults.h"
+#include "maps.h"
 #include "placement.h"
 #include "segread.h"
 #include "topology.h"
+#include "touch.h"
 
 #define PAGE      4096u
 #define HUGE_PAGE (2u << 20)
 
-/* A page's earliest fault sample. page 0: an empty slot. */
-struct touch {
+/* A probe of the whole-process pass: a present page and its node. */
+struct aprobe {
 	uint64_t page;
-	uint64_t time_ns;
-	pid_t tid;
-	int32_t cpu;
+	int16_t node;
 };
 
-/* Open-addressing map of page -> struct touch, power-of-two capacity. */
-struct touchmap {
-	struct touch *e;
-	size_t cap, n;
+/* The probes of one mapping of the inventory. */
+struct aprobes {
+	struct aprobe *p;
+	size_t n;
+	uint64_t present; /* present pages pagemap counted */
+};
+
+/* A first look at a file's page-cache residency (page-cache provenance):
+ * which pages of [offset, offset + len) of the file were resident when the
+ * audit first saw it mapped, one bit a page. */
+struct alook {
+	uint32_t dev_major, dev_minor;
+	uint64_t inode, offset, len;
+	uint32_t gen;   /* touch generation at the look: runs below it came before */
+	bool at_attach; /* taken at an attach: the process may have touched it before */
+	bool pinned;    /* tmpfs or ramfs: its pages never leave the page cache */
+	int error;      /* no look: -errno, reason in note */
+	char note[128];
+	uint8_t *resident;
+	uint64_t ra_pages; /* the device's read-ahead window, in pages */
+};
+
+/* A thread's stack pointer as last read. */
+struct astack {
+	pid_t tid;
+	uint64_t sp;
 };
 
 struct ablock {
@@ -78,8 +100,8 @@ struct audit {
 	uint64_t seg_nonce; /* the open segment's name: newer ones replace it */
 	uint64_t next_rec, lost_rec;
 	uint64_t region_lo, region_hi;
-	struct touchmap pages, huge; /* 4 KiB pages, and 2 MiB frames */
-	struct ablock *blocks;       /* by id - 1 */
+	struct touch_map touch; /* every first touch of the process */
+	struct ablock *blocks;  /* by id - 1 */
 	size_t nblocks;
 	struct athread *threads;
 	size_t nthreads;
@@ -88,6 +110,18 @@ struct audit {
 	char *maps;
 	char exe[256], cmdline[512];
 	uint64_t samples_kept;
+	/* the whole process (audit_inventory.c) */
+	struct maps inv;        /* the last whole-process pass */
+	struct aprobes *probes; /* per entry of inv */
+	bool have_inv;
+	uint64_t inv_reads, inv_ns, last_inv_ns;
+	uint64_t node_free[TOPOLOGY_MAX_NODES];
+	struct alook *looks;
+	size_t nlooks;
+	struct astack *stacks; /* threads alive at the last read, with a known sp */
+	size_t nstacks;
+	char stacks_note[AUDIT_REASON_LEN];
+	uint64_t probe_memory;
 };
 
 /* What the join of one block found, before findings are merged. */
@@ -117,8 +151,8 @@ struct join {
 
 /* audit_session.c: the session's maps and threads, for the join. */
 
-/* page's earliest fault sample in m, NULL when none. */
-const struct touch *audit__touch_get(const struct touchmap *m, uint64_t page);
+/* Drain the sample rings into a->touch and flush them as one generation. */
+void audit__drain(struct audit *a);
 /* Thread tid of the session (added when add and tid > 0), NULL when it is
  * not known (or no memory to add it). */
 struct audit_thread *audit__thread_find(struct audit *a, pid_t tid, bool add);
@@ -132,6 +166,21 @@ void audit__tier_off(struct audit *a, enum audit_tier_id t, int e, const char *w
  * samples drained, the end time set. */
 void audit__finish(struct audit *a);
 
+/* audit_inventory.c: the whole process. */
+
+/* The cheap look of every poll: the threads' stack pointers, and a first
+ * page-cache look at each file mapped since the last one. */
+void audit__inventory_look(struct audit *a);
+/* A whole-process pass: numa_maps, maps, categories, probes, free memory
+ * per node. Returns 0, -ESRCH once the process is gone, or another -errno
+ * (the placement tier says why). */
+int audit__inventory_read(struct audit *a);
+void audit__inventory_free(struct audit *a);
+
+/* audit_mappings.c: the whole process joined into r->mappings and its
+ * totals, each mapping's users and remote bytes. */
+int audit__join_mappings(struct join *j);
+
 /* audit_findings.c: what the join found, as findings. */
 
 /* Add tid to the set of *n (at most cap); one more in *more, when not
@@ -142,6 +191,16 @@ void audit__block_findings(struct join *j, const struct audit_block *blk,
                            const struct block_tally *t);
 /* The thread_moved findings, once every block is joined. */
 void audit__moved_findings(struct join *j);
+/* A new finding, zeroed (site, mapping and nodes -1), NULL without
+ * memory. */
+struct audit_finding *audit__finding_new(struct join *j);
+
+/* audit_advice.c: the findings of the mappings outside the pools, and
+ * every finding's fix. */
+void audit__mapping_findings(struct join *j);
+/* f->fix: a fix the user applies without rebuilding, and only one a
+ * guest test applied and audited again (docs/audit.md). */
+void audit__fix(struct join *j, struct audit_finding *f);
 /* Every finding's text and fix, then the findings ranked: bytes
  * descending. */
 void audit__findings_rank(struct join *j);

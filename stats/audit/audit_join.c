@@ -71,18 +71,17 @@ static int run_add(struct audit_block *blk, size_t *cap, const struct audit_run 
 }
 
 /* The first toucher of page: its own sample, or on a wholly huge-backed
- * block the sample of its 2 MiB page (one fault placed it all). */
-static const struct touch *first_touch(struct audit *a, uint64_t page, bool huge)
+ * block the sample of its 2 MiB page (one fault placed it all), when one
+ * thread alone faulted there. */
+static const struct touch_who *first_touch(struct audit *a, uint64_t page, bool huge)
 {
-	const struct touch *t = audit__touch_get(&a->pages, page);
+	const struct touch_run *r = touch_lookup_window(&a->touch, page, huge ? HUGE_PAGE : PAGE);
 
-	if (t == NULL && huge)
-		t = audit__touch_get(&a->huge, page & ~(uint64_t)(HUGE_PAGE - 1));
-	return t;
+	return r != NULL ? &a->touch.who[r->who] : NULL;
 }
 
 /* One present page of a block into the result, the tally and the threads. */
-static void page_join(struct join *j, struct block_tally *t, int node, const struct touch *tt,
+static void page_join(struct join *j, struct block_tally *t, int node, const struct touch_who *tt,
                       int touch_node)
 {
 	struct audit *a = j->a;
@@ -147,7 +146,7 @@ static int block_join(struct join *j, const struct ablock *k, struct audit_block
 		const struct placement_run *pr = &k->pl.runs[i];
 
 		for (uint64_t p = pr->start; p < pr->start + pr->length; p += PAGE) {
-			const struct touch *tt = pr->node >= 0 ? first_touch(a, p, huge) : NULL;
+			const struct touch_who *tt = pr->node >= 0 ? first_touch(a, p, huge) : NULL;
 			int tn = tt != NULL && a->have_topo ? topology_cpu_node(&a->topo, tt->cpu)
 			                                    : -1;
 			struct audit_run run = {p, PAGE, pr->node, tt != NULL ? tt->tid : 0, tn};
@@ -319,9 +318,6 @@ static void result_tiers(struct audit *a, struct audit_result *r)
 		audit__tier_off(
 		        a, AUDIT_TIER_USE, -ENODATA,
 		        "the segment has no block table (a libscratch older than the audit)");
-	if (!a->tiers[AUDIT_TIER_USE].on)
-		audit__tier_off(a, AUDIT_TIER_PLACEMENT, -ENODATA,
-		                "no block table: the pools' blocks are not known");
 	if (a->have_seg && a->seg.ring_slots == 0)
 		audit__tier_off(a, AUDIT_TIER_SITES, -ENODATA,
 		                "the growth trace is off (trace:false)");
@@ -330,6 +326,13 @@ static void result_tiers(struct audit *a, struct audit_result *r)
 	if (a->faults != NULL && a->mode == AUDIT_ATTACH)
 		snprintf(a->tiers[AUDIT_TIER_FIRST_TOUCH].reason, AUDIT_REASON_LEN,
 		         "attach mode: first touches before the attach are unknown");
+	if (a->faults == NULL)
+		audit__tier_off(a, AUDIT_TIER_PAGE_CACHE, -ENODATA,
+		                "no fault sampling: a page this process read in cannot be told "
+		                "from one resident before");
+	else if (a->mode == AUDIT_ATTACH)
+		snprintf(a->tiers[AUDIT_TIER_PAGE_CACHE].reason, AUDIT_REASON_LEN,
+		         "attach mode: where pages resident at the attach came from is unknown");
 	memcpy(r->tiers, a->tiers, sizeof(r->tiers));
 }
 
@@ -403,6 +406,7 @@ int audit_result(audit_t *a, struct audit_result *ret, char *err, size_t errlen)
 		struct audit_thread *t = &a->threads[i].t;
 
 		t->used_bytes = t->remote_bytes = t->first_touched = t->touched_for_others = 0;
+		t->mapped_touched = 0;
 	}
 	for (size_t i = 0; i < a->nthreads; i++)
 		node_from_faults(&a->threads[i].t);
@@ -410,8 +414,12 @@ int audit_result(audit_t *a, struct audit_result *ret, char *err, size_t errlen)
 	rc = matrices_new(&r);
 	if (rc == 0)
 		rc = join_blocks(&j);
+	if (rc == 0)
+		rc = audit__join_mappings(&j);
 	if (rc == 0 && a->faults != NULL)
 		audit__moved_findings(&j);
+	if (rc == 0)
+		audit__mapping_findings(&j);
 	symbols_free(j.sym);
 	if (rc == 0)
 		rc = threads_out(a, &r);
@@ -431,6 +439,11 @@ void audit_result_free(struct audit_result *r)
 	for (size_t i = 0; i < r->nblocks; i++)
 		free(r->blocks[i].runs);
 	free(r->blocks);
+	for (size_t i = 0; i < r->nmappings; i++) {
+		free(r->mappings[i].path);
+		free(r->mappings[i].touchers);
+	}
+	free(r->mappings);
 	free(r->threads);
 	free(r->sites);
 	free(r->findings);

@@ -47,86 +47,6 @@
 #define MAPS_MAX (8u << 20)
 
 /* ---------------------------------------------------------------------- */
-/* Page -> first sample                                                    */
-/* ---------------------------------------------------------------------- */
-
-static size_t touch_slot(const struct touchmap *m, uint64_t page)
-{
-	uint64_t h = page * UINT64_C(0x9e3779b97f4a7c15);
-
-	return (size_t)(h >> 20) & (m->cap - 1);
-}
-
-static int touch_grow(struct touchmap *m)
-{
-	struct touchmap n = {.cap = m->cap ? m->cap * 2 : 4096};
-
-	n.e = calloc(n.cap, sizeof(*n.e));
-	if (n.e == NULL)
-		return -ENOMEM;
-	for (size_t i = 0; i < m->cap; i++) {
-		size_t j;
-
-		if (m->e[i].page == 0)
-			continue;
-		for (j = touch_slot(&n, m->e[i].page); n.e[j].page != 0; j = (j + 1) & (n.cap - 1))
-			;
-		n.e[j] = m->e[i];
-		n.n++;
-	}
-	free(m->e);
-	*m = n;
-	return 0;
-}
-
-/* Keep the earliest sample of page (rings are drained out of time order). */
-static void touch_put(struct touchmap *m, uint64_t page, const struct faults_sample *s)
-{
-	size_t j;
-
-	if ((m->n + 1) * 2 > m->cap && touch_grow(m) != 0)
-		return;
-	for (j = touch_slot(m, page); m->e[j].page != 0; j = (j + 1) & (m->cap - 1)) {
-		if (m->e[j].page == page) {
-			if (s->time_ns < m->e[j].time_ns)
-				m->e[j] = (struct touch){page, s->time_ns, s->tid, (int32_t)s->cpu};
-			return;
-		}
-	}
-	m->e[j] = (struct touch){page, s->time_ns, s->tid, (int32_t)s->cpu};
-	m->n++;
-}
-
-const struct touch *audit__touch_get(const struct touchmap *m, uint64_t page)
-{
-	if (m->cap == 0)
-		return NULL;
-	for (size_t j = touch_slot(m, page); m->e[j].page != 0; j = (j + 1) & (m->cap - 1))
-		if (m->e[j].page == page)
-			return &m->e[j];
-	return NULL;
-}
-
-/* Forget the samples of [lo, hi): its pages went back to the OS, and the
- * next fault there is a new first touch. Rebuilds the map. */
-static void touch_forget(struct touchmap *m, uint64_t lo, uint64_t hi)
-{
-	struct touchmap n = {0};
-
-	for (size_t i = 0; i < m->cap; i++) {
-		const struct touch *t = &m->e[i];
-		struct faults_sample s = {.tid = t->tid, .cpu = (uint32_t)t->cpu};
-
-		if (t->page == 0 || (t->page >= lo && t->page < hi))
-			continue;
-		s.time_ns = t->time_ns;
-		touch_put(&n, t->page, &s);
-	}
-	free(m->e);
-	*m = n;
-}
-
-/* ---------------------------------------------------------------------- */
 /* Threads                                                                 */
 /* ---------------------------------------------------------------------- */
 
@@ -187,6 +107,7 @@ static int threads_refresh(struct audit *a)
 		t->cpu = tt[i].cpu;
 		t->node = tt[i].node;
 		t->affinity = tt[i].affinity;
+		t->cpu_ticks = tt[i].cpu_ticks;
 		memcpy(t->name, tt[i].name, sizeof(t->name));
 		t->name[sizeof(t->name) - 1] = '\0';
 		text_mask_controls(t->name);
@@ -199,25 +120,7 @@ static int threads_refresh(struct audit *a)
 /* Samples                                                                 */
 /* ---------------------------------------------------------------------- */
 
-static void fault_node(struct audit *a, pid_t tid, int cpu);
-
-static void on_sample(const struct faults_sample *s, void *arg)
-{
-	struct audit *a = arg;
-
-	/* Before the region is known (launch mode, until the shim set up)
-	 * every sample is kept; touch_prune() drops the rest once it is. */
-	if (a->region_hi != 0 && (s->addr < a->region_lo || s->addr >= a->region_hi))
-		return;
-	a->samples_kept++;
-	touch_put(&a->pages, s->addr & ~(uint64_t)(PAGE - 1), s);
-	touch_put(&a->huge, s->addr & ~(uint64_t)(HUGE_PAGE - 1), s);
-	if (a->region_hi == 0)
-		return; /* touch_prune() counts these, once it knows which are ours */
-	fault_node(a, s->tid, (int)s->cpu);
-}
-
-/* Note that thread tid faulted a page of the region on cpu. */
+/* Note that thread tid faulted a page on cpu. */
 static void fault_node(struct audit *a, pid_t tid, int cpu)
 {
 	struct audit_thread *t;
@@ -229,25 +132,26 @@ static void fault_node(struct audit *a, pid_t tid, int cpu)
 		t->fault_nodes |= (topology_nodeset_t)1 << node;
 }
 
-/* The region became known: drop samples outside it. */
-static void touch_prune(struct audit *a)
+/* Every sample of the whole process is kept (touch.h): the pools' pages
+ * and every other mapping's alike. */
+static void on_sample(const struct faults_sample *s, void *arg)
 {
-	touch_forget(&a->pages, 0, a->region_lo);
-	touch_forget(&a->pages, a->region_hi, UINT64_MAX);
-	touch_forget(&a->huge, 0, a->region_lo & ~(uint64_t)(HUGE_PAGE - 1));
-	touch_forget(&a->huge, a->region_hi, UINT64_MAX);
-	for (size_t i = 0; i < a->pages.cap; i++)
-		if (a->pages.e[i].page != 0)
-			fault_node(a, a->pages.e[i].tid, a->pages.e[i].cpu);
+	struct audit *a = arg;
+
+	a->samples_kept += !s->major;
+	touch_add(&a->touch, s->addr, s->tid, (int)s->cpu, s->time_ns, s->major);
+	if (!s->major)
+		fault_node(a, s->tid, (int)s->cpu);
 }
 
-static void drain(struct audit *a)
+void audit__drain(struct audit *a)
 {
 	if (a->faults == NULL)
 		return;
 	faults_drain(a->faults, on_sample, a);
 	if (a->mode == AUDIT_ATTACH)
 		faults_rescan(a->faults, on_sample, a, NULL, 0);
+	touch_flush(&a->touch);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -361,7 +265,7 @@ static void block_update(struct audit *a, struct ablock *k, const struct segread
 	if (b->state == SCRATCH_SEG_BLK_EMPTY && k->seen && k->b.state != SCRATCH_SEG_BLK_EMPTY)
 		reborn = true;
 	if (reborn && b->state != SCRATCH_SEG_BLK_EMPTY) {
-		touch_forget(&a->pages, k->b.start, k->b.start + k->b.capacity);
+		touch_forget(&a->touch, k->b.start, k->b.start + k->b.capacity);
 		placement_free(&k->pl);
 		k->have_pl = false;
 	}
@@ -381,7 +285,6 @@ static int blocks_refresh(struct audit *a)
 	if (a->region_hi == 0 && segread_region(&a->seg, &base, &size) == 0) {
 		a->region_lo = base;
 		a->region_hi = base + size;
-		touch_prune(a);
 	}
 	b = malloc((size_t)a->seg.block_slots * sizeof(*b) + 1);
 	if (b == NULL)
@@ -414,7 +317,7 @@ out:
 
 const char *audit_tier_name(enum audit_tier_id t)
 {
-	static const char *const n[] = {"placement", "first_touch", "use", "sites"};
+	static const char *const n[] = {"placement", "first_touch", "use", "sites", "page_cache"};
 
 	return (unsigned)t < AUDIT_TIERS ? n[t] : "unknown";
 }
@@ -443,7 +346,7 @@ static int placement_pass(struct audit *a)
 
 		if (!k->seen || k->b.state == SCRATCH_SEG_BLK_EMPTY)
 			continue;
-		drain(a); /* a long pass must not let the rings fill */
+		audit__drain(a); /* a long pass must not let the rings fill */
 		rc = placement_read(a->pid, k->b.start, k->b.capacity, PLACEMENT_HUGE, &pl, err,
 		                    sizeof(err));
 		if (rc == -ESRCH)
@@ -469,19 +372,33 @@ static int placement_pass(struct audit *a)
 	return 0;
 }
 
-/* Everything the process shows now: samples, table, threads, placement. */
-static int refresh(struct audit *a, bool place)
+/* Whether a whole-process pass is due: the last one is at least 2 s old
+ * and 20 times its own length (a pass over 12 GiB takes about 0.4 s; the
+ * host must not pay more than a few percent of a core for it). */
+static bool inventory_due(struct audit *a)
+{
+	uint64_t gap = a->inv_ns * 20 > 2000000000u ? a->inv_ns * 20 : 2000000000u;
+
+	return !a->have_inv || sys_mono_ns() - a->last_inv_ns >= gap;
+}
+
+/* Everything the process shows now: samples, table, threads, placement;
+ * with final, a whole-process pass whatever the time. */
+static int refresh(struct audit *a, bool place, bool final)
 {
 	int rc;
 
-	drain(a);
+	audit__drain(a);
 	seg_find(a);
 	blocks_refresh(a);
 	rc = threads_refresh(a);
 	if (rc == -ESRCH)
 		return rc;
+	audit__inventory_look(a);
 	if (place && a->tiers[AUDIT_TIER_PLACEMENT].on)
 		rc = placement_pass(a);
+	if (rc != -ESRCH && place && (final || inventory_due(a)))
+		rc = audit__inventory_read(a);
 	return rc == -ESRCH ? rc : 0;
 }
 
@@ -652,6 +569,32 @@ static void cmdline_of(struct audit *a, char *const argv[])
 	text_mask_controls(a->exe);
 }
 
+/* Attach mode, until a segment tells: the command line and program from
+ * /proc (a process without the shim has no segment). */
+static void cmdline_proc(struct audit *a)
+{
+	char path[64];
+	size_t len = 0, at = 0;
+	char *t;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)a->pid);
+	t = sys_read_file(path, sizeof(a->cmdline), &len);
+	if (t != NULL) {
+		for (size_t i = 0; i < len && at + 1 < sizeof(a->cmdline); i++)
+			a->cmdline[at++] = t[i] == '\0' ? ' ' : t[i];
+		while (at > 0 && a->cmdline[at - 1] == ' ')
+			at--;
+		a->cmdline[at] = '\0';
+		free(t);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)a->pid);
+	n = readlink(path, a->exe, sizeof(a->exe) - 1);
+	a->exe[n > 0 ? n : 0] = '\0';
+	text_mask_controls(a->cmdline);
+	text_mask_controls(a->exe);
+}
+
 int audit_launch(char *const argv[], const struct audit_opts *o, audit_t **ret, pid_t *ret_child,
                  char *err, size_t errlen)
 {
@@ -676,6 +619,7 @@ int audit_launch(char *const argv[], const struct audit_opts *o, audit_t **ret, 
 	}
 	rc = faults_probe(ferr, sizeof(ferr));
 	fo.ring_pages = ring_pages();
+	fo.major = true;
 	if (rc == 0)
 		rc = faults_launch(argv, &fo, &a->faults, &child, ferr, sizeof(ferr));
 	if (rc != 0 && fo.ring_pages != 0 && strncmp(ferr, "cannot run ", 11) != 0) {
@@ -706,7 +650,7 @@ int audit_launch(char *const argv[], const struct audit_opts *o, audit_t **ret, 
 
 int audit_attach(pid_t pid, const struct audit_opts *o, audit_t **ret, char *err, size_t errlen)
 {
-	struct faults_opts fo = {.ring_pages = ring_pages()};
+	struct faults_opts fo = {.ring_pages = ring_pages(), .major = true};
 	char ferr[256] = "";
 	struct audit *a;
 	int rc;
@@ -722,12 +666,10 @@ int audit_attach(pid_t pid, const struct audit_opts *o, audit_t **ret, char *err
 	if (a == NULL)
 		return -ENOMEM;
 	a->pid = pid;
+	cmdline_proc(a);
 	rc = seg_find(a);
-	if (rc == 0 && segread_region(&a->seg, &a->region_lo, &a->region_hi) == 0) {
+	if (rc == 0 && segread_region(&a->seg, &a->region_lo, &a->region_hi) == 0)
 		a->region_hi += a->region_lo;
-		fo.lo = (uintptr_t)a->region_lo;
-		fo.hi = (uintptr_t)a->region_hi;
-	}
 	rc = faults_attach(pid, &fo, &a->faults, ferr, sizeof(ferr));
 	if (rc != 0 && rc != -ESRCH) {
 		fo.ring_pages = 0;
@@ -741,7 +683,7 @@ int audit_attach(pid_t pid, const struct audit_opts *o, audit_t **ret, char *err
 		a->faults = NULL;
 		audit__tier_off(a, AUDIT_TIER_FIRST_TOUCH, rc, ferr);
 	}
-	rc = refresh(a, true);
+	rc = refresh(a, true, true);
 	if (rc == -ESRCH) {
 		audit_close(a);
 		return text_fail(err, errlen, ESRCH, "no such process: %d", (int)pid);
@@ -752,10 +694,8 @@ int audit_attach(pid_t pid, const struct audit_opts *o, audit_t **ret, char *err
 
 static void touches_clear(struct audit *a)
 {
-	free(a->pages.e);
-	free(a->huge.e);
-	memset(&a->pages, 0, sizeof(a->pages));
-	memset(&a->huge, 0, sizeof(a->huge));
+	touch_free(&a->touch);
+	audit__inventory_free(a);
 	for (size_t i = 0; i < a->nthreads; i++)
 		a->threads[i].t.fault_nodes = 0;
 }
@@ -777,13 +717,13 @@ static void child_event(struct audit *a, int status)
 	if (!WIFSTOPPED(status))
 		return;
 	if (status >> 16 == PTRACE_EVENT_EXIT) {
-		refresh(a, true);
+		refresh(a, true, true);
 		ptrace(PTRACE_CONT, a->pid, NULL, NULL);
 	} else if (status >> 16 == PTRACE_EVENT_EXEC) {
 		/* A new image (sh -c 'exec cmd'): the old one's samples are
 		 * drained against its region, then every sample is kept until
 		 * the new image's segment names its region. */
-		drain(a);
+		audit__drain(a);
 		seg_reset(a);
 		touches_clear(a); /* the old address space is gone */
 		/* only a segment made after the exec is the new image's */
@@ -842,13 +782,13 @@ int audit_poll(audit_t *a, int timeout_ms)
 	if (a->mode == AUDIT_LAUNCH && child_check(a))
 		goto out_gone;
 	place = sys_mono_ns() - a->last_place_ns >= (uint64_t)a->o.interval_ms * 1000000u;
-	rc = refresh(a, place);
+	rc = refresh(a, place, false);
 	if (rc == -ESRCH && a->mode == AUDIT_ATTACH)
 		goto out_gone;
 	return 0;
 out_gone:
 	a->gone = true;
-	drain(a);
+	audit__drain(a);
 	blocks_refresh(a);
 	a->ended_ns = sys_realtime_ns();
 	return -ESRCH;
@@ -864,8 +804,8 @@ void audit_set_exit(audit_t *a, int status)
 void audit__finish(struct audit *a)
 {
 	if (!a->gone)
-		refresh(a, true);
-	drain(a);
+		refresh(a, true, true);
+	audit__drain(a);
 	if (a->ended_ns == 0)
 		a->ended_ns = sys_realtime_ns();
 }
@@ -885,8 +825,8 @@ void audit_close(audit_t *a)
 	free(a->blocks);
 	free(a->threads);
 	free(a->growths);
-	free(a->pages.e);
-	free(a->huge.e);
+	touch_free(&a->touch);
+	audit__inventory_free(a);
 	free(a->maps);
 	topology_free(&a->topo);
 	free(a);

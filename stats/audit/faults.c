@@ -37,9 +37,11 @@
 
 struct event {
 	int fd;
-	pid_t tid; /* attach mode; 0 in launch mode */
-	bool hup;  /* its task exited */
-	bool seen; /* attach mode: listed by the current scan */
+	pid_t tid;  /* attach mode; 0 in launch mode */
+	bool hup;   /* its task exited */
+	bool seen;  /* attach mode: listed by the current scan */
+	bool major; /* the major-fault event */
+	unsigned ring_pages;
 	struct perf_event_mmap_page *meta;
 	size_t map_bytes;
 };
@@ -124,12 +126,20 @@ static int refusal(int e, pid_t target, char *err, size_t errlen)
 	}
 }
 
-static void init_attr(struct perf_event_attr *a, bool launch, bool exclude_kernel)
+/* Data pages of an event's ring: the major-fault event's is an eighth. */
+static unsigned ring_of(const struct faults *f, bool major)
+{
+	unsigned n = f->o.ring_pages;
+
+	return major ? (n / 8 >= 8 ? n / 8 : 8) : n;
+}
+
+static void init_attr(struct perf_event_attr *a, bool launch, bool exclude_kernel, bool major)
 {
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
 	a->type = PERF_TYPE_SOFTWARE;
-	a->config = PERF_COUNT_SW_PAGE_FAULTS;
+	a->config = major ? PERF_COUNT_SW_PAGE_FAULTS_MAJ : PERF_COUNT_SW_PAGE_FAULTS;
 	a->sample_period = 1;
 	a->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR | PERF_SAMPLE_CPU;
 	a->exclude_kernel = exclude_kernel;
@@ -149,15 +159,15 @@ static void init_attr(struct perf_event_attr *a, bool launch, bool exclude_kerne
  * perf_event_open for (pid, cpu); with paranoid 2 a kernel-inclusive event
  * is refused (EACCES), so retry once excluding kernel-mode faults.
  */
-static int open_event(struct faults *f, pid_t pid, int cpu)
+static int open_event(struct faults *f, pid_t pid, int cpu, bool major)
 {
 	struct perf_event_attr a;
 	long fd;
 	int e;
 
 	for (;;) {
-		init_attr(&a, !f->attach, f->exclude_kernel);
-		a.wakeup_watermark = (uint32_t)(f->o.ring_pages * f->page / 4);
+		init_attr(&a, !f->attach, f->exclude_kernel, major);
+		a.wakeup_watermark = (uint32_t)(ring_of(f, major) * f->page / 4);
 		fd = syscall(SYS_perf_event_open, &a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 		if (fd >= 0)
 			return (int)fd;
@@ -169,9 +179,9 @@ static int open_event(struct faults *f, pid_t pid, int cpu)
 }
 
 /* Map fd's ring and add it to f's events. */
-static int add_event(struct faults *f, int fd, pid_t tid, char *err, size_t errlen)
+static int add_event(struct faults *f, int fd, pid_t tid, bool major, char *err, size_t errlen)
 {
-	size_t bytes = (1 + f->o.ring_pages) * f->page;
+	size_t bytes = (1 + ring_of(f, major)) * f->page;
 	void *m;
 
 	if (f->nev == f->cap) {
@@ -198,8 +208,13 @@ static int add_event(struct faults *f, int fd, pid_t tid, char *err, size_t errl
 			        bytes >> 10);
 		return text_fail(err, errlen, e, "mmap of a sample ring: %s", strerror(e));
 	}
-	f->ev[f->nev++] =
-	        (struct event){.fd = fd, .tid = tid, .seen = true, .meta = m, .map_bytes = bytes};
+	f->ev[f->nev++] = (struct event){.fd = fd,
+	                                 .tid = tid,
+	                                 .seen = true,
+	                                 .major = major,
+	                                 .ring_pages = ring_of(f, major),
+	                                 .meta = m,
+	                                 .map_bytes = bytes};
 	return 0;
 }
 
@@ -236,7 +251,7 @@ int faults_probe(char *err, size_t errlen)
 
 	if (f == NULL)
 		return text_fail(err, errlen, ENOMEM, "out of memory");
-	fd = open_event(f, 0, -1);
+	fd = open_event(f, 0, -1, false);
 	free(f);
 	if (fd < 0)
 		return refusal(-fd, 0, err, errlen);
@@ -268,7 +283,8 @@ static void ring_copy(const uint8_t *data, uint64_t size, uint64_t off, void *ds
 }
 
 /* One record: a sample is handed to fn when in range, a loss is counted. */
-static long handle_record(struct faults *f, const void *rec, size_t len, faults_fn *fn, void *arg)
+static long handle_record(struct faults *f, const void *rec, size_t len, bool major, faults_fn *fn,
+                          void *arg)
 {
 	const struct perf_event_header *h = rec;
 
@@ -277,12 +293,14 @@ static long handle_record(struct faults *f, const void *rec, size_t len, faults_
 		f->st.lost_records++;
 	} else if (h->type == PERF_RECORD_SAMPLE && len >= sizeof(struct sample_rec)) {
 		const struct sample_rec *s = rec;
-		struct faults_sample out = {(pid_t)s->pid, (pid_t)s->tid, s->cpu, s->addr, s->time};
+		struct faults_sample out = {(pid_t)s->pid, (pid_t)s->tid, s->cpu,
+		                            s->addr,       s->time,       major};
 
 		f->st.samples++;
 		if (f->o.hi != 0 && (s->addr < f->o.lo || s->addr >= f->o.hi))
 			return 0;
 		f->st.kept++;
+		f->st.major += major;
 		if (fn != NULL)
 			fn(&out, arg);
 		return 1;
@@ -294,7 +312,7 @@ static long drain_event(struct faults *f, struct event *e, faults_fn *fn, void *
 {
 	struct perf_event_mmap_page *m = e->meta;
 	const uint8_t *data = (const uint8_t *)m + f->page;
-	uint64_t size = (uint64_t)f->o.ring_pages * f->page;
+	uint64_t size = (uint64_t)e->ring_pages * f->page;
 	uint64_t head = __atomic_load_n(&m->data_head, __ATOMIC_ACQUIRE);
 	uint64_t tail = m->data_tail;
 	uint8_t rec[256];
@@ -308,7 +326,7 @@ static long drain_event(struct faults *f, struct event *e, faults_fn *fn, void *
 			break; /* a corrupt header: drop the rest of this batch */
 		if (h.size <= sizeof(rec)) {
 			ring_copy(data, size, tail, rec, h.size);
-			n += handle_record(f, rec, h.size, fn, arg);
+			n += handle_record(f, rec, h.size, e->major, fn, arg);
 		}
 		tail += h.size;
 	}
@@ -434,14 +452,16 @@ static int open_per_cpu(struct faults *f, char *err, size_t errlen)
 
 		if (!(set[c / 64] & (1ULL << (c % 64))))
 			continue;
-		fd = open_event(f, f->pid, c);
-		if (fd == -ENODEV || fd == -EINVAL) /* went offline since */
-			continue;
-		if (fd < 0)
-			return refusal(-fd, 0, err, errlen);
-		r = add_event(f, fd, 0, err, errlen);
-		if (r != 0)
-			return r;
+		for (int major = 0; major <= (int)f->o.major; major++) {
+			fd = open_event(f, f->pid, c, major);
+			if (fd == -ENODEV || fd == -EINVAL) /* went offline since */
+				break;
+			if (fd < 0)
+				return refusal(-fd, 0, err, errlen);
+			r = add_event(f, fd, 0, major, err, errlen);
+			if (r != 0)
+				return r;
+		}
 	}
 	if (f->nev == 0)
 		return text_fail(err, errlen, ENODEV, "no online CPU accepted an event");
@@ -558,16 +578,19 @@ static struct event *find_tid(struct faults *f, pid_t tid)
 /* Attach one thread; a thread that exited meanwhile is not an error. */
 static int attach_tid(struct faults *f, pid_t tid, char *err, size_t errlen)
 {
-	int fd = open_event(f, tid, -1), r;
+	for (int major = 0; major <= (int)f->o.major; major++) {
+		int fd = open_event(f, tid, -1, major), r;
 
-	if (fd == -ESRCH)
-		return 0;
-	if (fd < 0)
-		return refusal(-fd, f->pid, err, errlen);
-	r = add_event(f, fd, tid, err, errlen);
-	if (r == 0)
-		f->st.attached++;
-	return r == 0 ? 1 : r;
+		if (fd == -ESRCH)
+			return 0;
+		if (fd < 0)
+			return refusal(-fd, f->pid, err, errlen);
+		r = add_event(f, fd, tid, major, err, errlen);
+		if (r != 0)
+			return r;
+	}
+	f->st.attached++;
+	return 1;
 }
 
 /* Drain and close the events not seen by this scan (their threads exited). */
@@ -615,7 +638,10 @@ int faults_rescan(faults_t *f, faults_fn *fn, void *arg, char *err, size_t errle
 			continue;
 		e = find_tid(f, (pid_t)tid);
 		if (e != NULL && !e->hup) {
-			e->seen = true;
+			/* its events, the major-fault one too */
+			for (unsigned i = 0; i < f->nev; i++)
+				if (f->ev[i].tid == (pid_t)tid)
+					f->ev[i].seen = true;
 			continue;
 		}
 		if (e != NULL) /* exited, and its tid reused: a new thread */

@@ -46,16 +46,22 @@ struct faults_sample {
 	uint32_t cpu;
 	uint64_t addr;
 	uint64_t time_ns; /* CLOCK_MONOTONIC */
+	bool major;       /* from the major-fault event (faults_opts.major) */
 };
 
 struct faults_opts {
 	uintptr_t lo, hi;    /* keep samples with lo <= addr < hi; hi 0 keeps all */
 	unsigned ring_pages; /* data pages per ring, a power of two; 0: 64 */
+	/* Also sample major faults (PERF_COUNT_SW_PAGE_FAULTS_MAJ: the page
+	 * had to be read in), into rings of their own, an eighth of the size.
+	 * A major fault is sampled twice: once by each event. */
+	bool major;
 };
 
 struct faults_stats {
 	uint64_t samples; /* sample records read */
 	uint64_t kept;    /* of those, inside [lo, hi) and handed to the caller */
+	uint64_t major;   /* of those, from the major-fault event */
 	uint64_t lost;    /* samples the kernel dropped (PERF_RECORD_LOST sums) */
 	uint64_t lost_records;
 	unsigned events;    /* open events (rings) */

@@ -12,7 +12,10 @@ STATS_AUDIT_CPPFLAGS = $(STATS_SEGREAD_CPPFLAGS) -I$(srcdir)/stats/audit
 noinst_LTLIBRARIES += libscratch_audit.la
 libscratch_audit_la_SOURCES = stats/audit/audit.h stats/audit/audit_int.h \
 	stats/audit/audit_session.c stats/audit/audit_join.c stats/audit/audit_findings.c \
+	stats/audit/audit_inventory.c stats/audit/audit_mappings.c stats/audit/audit_advice.c \
 	stats/audit/topology.c stats/audit/topology.h \
+	stats/audit/maps.c stats/audit/maps.h \
+	stats/audit/touch.c stats/audit/touch.h \
 	stats/audit/placement.c stats/audit/placement.h \
 	stats/audit/faults.c stats/audit/faults.h \
 	stats/audit/symbols.c stats/audit/symbols.h

@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,15 +168,11 @@ static int status_node(int status)
 	return PLACEMENT_UNKNOWN;
 }
 
-/* Ask the kernel about one batch and append its answers as runs. */
-static int flush(pid_t pid, struct batch *b, struct placement *p, size_t *cap, char *err,
-                 size_t errlen)
+/* move_pages on one batch: its statuses, or the error's reason. */
+static int query(pid_t pid, struct batch *b, char *err, size_t errlen)
 {
-	long r;
+	long r = syscall(SYS_move_pages, pid, b->n, b->addr, NULL, b->status, 0);
 
-	if (b->n == 0)
-		return 0;
-	r = syscall(SYS_move_pages, pid, b->n, b->addr, NULL, b->status, 0);
 	if (r < 0) {
 		int e = errno;
 
@@ -189,6 +186,20 @@ static int flush(pid_t pid, struct batch *b, struct placement *p, size_t *cap, c
 			                 (int)pid);
 		return text_fail(err, errlen, e, "move_pages: %s", strerror(e));
 	}
+	return 0;
+}
+
+/* Ask the kernel about one batch and append its answers as runs. */
+static int flush(pid_t pid, struct batch *b, struct placement *p, size_t *cap, char *err,
+                 size_t errlen)
+{
+	int r;
+
+	if (b->n == 0)
+		return 0;
+	r = query(pid, b, err, errlen);
+	if (r != 0)
+		return r;
 	p->queries += b->n;
 	for (size_t i = 0; i < b->n; i++)
 		if (push_run(p, cap, (uintptr_t)b->addr[i], b->bytes[i],
@@ -278,4 +289,80 @@ size_t placement_bytes(const struct placement *p, int node, uintptr_t from, uint
 			sum += e - a;
 	}
 	return sum;
+}
+
+int placement_nodes(pid_t pid, const uint64_t *addr, size_t n, int16_t *ret_node, char *err,
+                    size_t errlen)
+{
+	struct batch *b = malloc(sizeof(*b));
+	int r = 0;
+
+	if (b == NULL)
+		return text_fail(err, errlen, ENOMEM, "out of memory");
+	for (size_t i = 0; r == 0 && i < n; i += PLACEMENT_BATCH) {
+		size_t k = n - i < PLACEMENT_BATCH ? n - i : PLACEMENT_BATCH;
+
+		b->n = k;
+		for (size_t j = 0; j < k; j++)
+			b->addr[j] = (void *)(uintptr_t)(addr[i + j] & ~(uint64_t)4095);
+		r = query(pid, b, err, errlen);
+		for (size_t j = 0; r == 0 && j < k; j++)
+			ret_node[i + j] = (int16_t)status_node(b->status[j]);
+	}
+	free(b);
+	return r;
+}
+
+long placement_present(pid_t pid, uint64_t lo, uint64_t hi, int (*fn)(uint64_t page, void *arg),
+                       void *arg)
+{
+	enum { CHUNK = 65536 };
+	uint64_t *buf;
+	char path[64];
+	long count = 0;
+	int fd, e = 0;
+
+	if (pid == 0)
+		snprintf(path, sizeof(path), "/proc/self/pagemap");
+	else
+		snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	buf = malloc(CHUNK * sizeof(uint64_t));
+	if (buf == NULL) {
+		close(fd);
+		return -ENOMEM;
+	}
+	lo &= ~(uint64_t)4095;
+	for (uint64_t at = lo; at < hi && e == 0;) {
+		uint64_t pages = (hi - at + 4095) / 4096;
+		size_t k = pages < CHUNK ? (size_t)pages : CHUNK;
+		ssize_t got = pread(fd, buf, k * sizeof(uint64_t), (off_t)((at / 4096) * 8));
+
+		if (got < 0) {
+			e = errno == ESRCH ? ESRCH : errno;
+			break;
+		}
+		if (got == 0) {
+			e = ESRCH; /* the process went: no more page tables */
+			break;
+		}
+		k = (size_t)got / sizeof(uint64_t);
+		for (size_t i = 0; i < k; i++) {
+			if (!(buf[i] >> 63))
+				continue;
+			count++;
+			if (fn != NULL && fn(at + i * 4096, arg) != 0) {
+				e = -1;
+				break;
+			}
+		}
+		at += (uint64_t)k * 4096;
+	}
+	free(buf);
+	close(fd);
+	if (e > 0)
+		return -e;
+	return count;
 }

@@ -81,4 +81,24 @@ int placement_parse_smaps(const char *text, uintptr_t lo, uintptr_t hi,
                           void (*fn)(uintptr_t start, uintptr_t end, size_t page_bytes, void *arg),
                           void *arg);
 
+/*
+ * The node of each of n pages of process pid (0: the caller), addr[i] any
+ * address in page i: ret_node[i] is a node (>= 0), PLACEMENT_ABSENT or
+ * PLACEMENT_UNKNOWN. One move_pages(2) call per PLACEMENT_BATCH pages.
+ * Returns 0, or -ESRCH, -EPERM, -ENOMEM, or the errno move_pages gave.
+ */
+int placement_nodes(pid_t pid, const uint64_t *addr, size_t n, int16_t *ret_node, char *err,
+                    size_t errlen);
+
+/*
+ * Walk the present pages of [lo, hi) of process pid in address order, from
+ * /proc/PID/pagemap (bit 63: present; the page frame, which needs root, is
+ * not used): fn(page, arg) for each, until fn returns nonzero. Reads in
+ * chunks of 64 Ki entries (512 KiB). Returns the number of present pages,
+ * or -ESRCH (gone), -EPERM/-EACCES (not allowed: the same right as
+ * move_pages), -EIO, -ENOMEM.
+ */
+long placement_present(pid_t pid, uint64_t lo, uint64_t hi, int (*fn)(uint64_t page, void *arg),
+                       void *arg);
+
 #endif /* SCRATCH_STATS_PLACEMENT_H */

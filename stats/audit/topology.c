@@ -217,6 +217,9 @@ static int parse_after_comm(const char *p, const char *end, struct topology_thre
 		q = buf;
 		if (field == 39 && parse_uint(&q, INT_MAX, &v) != 0)
 			return -EINVAL;
+		/* utime and stime: the CPU time the thread used, in ticks */
+		if ((field == 14 || field == 15) && buf[0] != '-')
+			th->cpu_ticks += strtoull(buf, NULL, 10);
 	}
 	th->cpu = (int)v;
 	return 0;

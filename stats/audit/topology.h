@@ -52,6 +52,7 @@ struct topology_thread {
 	char name[TOPOLOGY_NAME_LEN]; /* comm, raw bytes: mask before printing */
 	char state;                   /* stat field 3: R, S, D, ... */
 	int cpu;                      /* stat field 39: the CPU it last ran on */
+	uint64_t cpu_ticks;           /* fields 14 and 15: user and system time, in ticks */
 	int node;                     /* that CPU's node, -1 when unknown */
 	topology_nodeset_t affinity;  /* nodes of the CPUs it may run on */
 };

@@ -1,10 +1,11 @@
 /*
  * locality.c - the HTML report's locality section (report_int.h): the
- * audit's window and tiers, the first-touch node x user node matrix (and
- * placement node x user node), the threads as the audit saw them, and the
- * ranked findings with evidence, call site and fix. Rendered from struct
- * audit_result (audit.h) alone; without one the section says that no audit
- * data was collected, and why.
+ * audit's window and tiers, the whole process's placement by category and
+ * a placement bar per mapping, the first-touch node x user node matrix
+ * (and placement node x user node) of the pools' blocks, the threads as
+ * the audit saw them, and the ranked findings with evidence, call site
+ * and fix. Rendered from struct audit_result (audit.h) alone; without one
+ * the section says that no audit data was collected, and why.
  */
 #include "config.h"
 
@@ -79,6 +80,15 @@ static void window(FILE *f, const struct audit_result *a)
 		fputs(" With one node, a finding is a <em>risk</em> (remote on a multi-node "
 		      "machine), not a measured remote access.",
 		      f);
+	fputs(" Resident bytes of the whole process: ", f);
+	{
+		uint64_t total = 0;
+
+		for (int n = 0; n < TOPOLOGY_MAX_NODES; n++)
+			total += a->node_total[n];
+		report_bytes(f, total);
+	}
+	fprintf(f, " in %zu mappings.", a->nmappings);
 	fputs(" Present bytes in the pools' blocks: ", f);
 	report_bytes(f, a->present_bytes);
 	fputs(", with a sampled first toucher: ", f);
@@ -166,6 +176,156 @@ static void matrix(FILE *f, const struct audit_matrix *m, const char *id, const 
 		fputs("</tr>\n", f);
 	}
 	fputs("</table>\n", f);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The whole process                                                       */
+/* ---------------------------------------------------------------------- */
+
+/* A node's colour in the bars (tableau10), grey for a cell with nothing
+ * present, a stripe for one whose pages sit on several nodes. */
+static const char *node_colour(int node)
+{
+	static const char *const c[] = {"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1",
+	                                "#76b7b2", "#edc948", "#ff9da7", "#9c755f"};
+
+	if (node == AUDIT_BAR_ABSENT)
+		return "#eeeeee";
+	if (node == AUDIT_BAR_MIXED)
+		return "repeating-linear-gradient(45deg,#4e79a7 0 2px,#f28e2b 2px 4px)";
+	return c[node % 8];
+}
+
+static void node_cells(FILE *f, const struct audit_result *a, const uint64_t *bytes)
+{
+	for (unsigned n = 0; n < a->nodes && n < TOPOLOGY_MAX_NODES; n++) {
+		if (!(a->node_mask & ((topology_nodeset_t)1 << n)))
+			continue;
+		fputs("<td>", f);
+		report_bytes(f, bytes[n]);
+		fputs("</td>", f);
+	}
+}
+
+static void node_heads(FILE *f, const struct audit_result *a)
+{
+	for (unsigned n = 0; n < a->nodes && n < TOPOLOGY_MAX_NODES; n++)
+		if (a->node_mask & ((topology_nodeset_t)1 << n))
+			fprintf(f,
+			        "<th><span class=\"swatch\" style=\"background:%s\"></span>node "
+			        "%u</th>",
+			        node_colour((int)n), n);
+}
+
+static void categories(FILE *f, const struct audit_result *a)
+{
+	fputs("<h3>Placement by category</h3>\n<p>Resident bytes per node of every mapping of the "
+	      "process, from /proc/PID/numa_maps (what numastat -p sums), and how many of them had "
+	      "their first toucher sampled.</p>\n<table id=\"audit-categories\">\n<tr>"
+	      "<th class=\"l\">CATEGORY</th><th>MAPPINGS</th>",
+	      f);
+	node_heads(f, a);
+	fputs("<th>TOTAL</th><th>FIRST TOUCH SAMPLED</th><th>UNKNOWN</th></tr>\n", f);
+	for (int c = 0; c < MAPS_CATEGORIES; c++) {
+		const struct audit_category *k = &a->categories[c];
+
+		if (k->mappings == 0)
+			continue;
+		fprintf(f,
+		        "<tr class=\"category\" data-category=\"%s\"><td "
+		        "class=\"l\">%s</td><td>%u</td>",
+		        maps_category_name((enum maps_category)c),
+		        maps_category_name((enum maps_category)c), k->mappings);
+		node_cells(f, a, k->node_bytes);
+		fputs("<td>", f);
+		report_bytes(f, k->resident);
+		fputs("</td><td>", f);
+		report_bytes(f, k->sampled_bytes);
+		fputs("</td><td>", f);
+		report_bytes(f, k->unknown_bytes);
+		fputs("</td></tr>\n", f);
+	}
+	fputs("<tr><td class=\"l\"><b>total</b></td><td></td>", f);
+	node_cells(f, a, a->node_total);
+	fputs("<td></td><td></td><td></td></tr>\n</table>\n", f);
+	if (a->stacks_note[0] != '\0') {
+		fputs("<p class=\"note\">", f);
+		report_text(f, a->stacks_note);
+		fputs("</p>\n", f);
+	}
+}
+
+/* The bar of one mapping: AUDIT_BAR cells along its addresses. */
+static void placement_bar(FILE *f, const struct audit_mapping *m)
+{
+	fputs("<span class=\"pbar\">", f);
+	for (int i = 0; i < AUDIT_BAR; i++) {
+		fputs("<span class=\"pcell\" data-node=\"", f);
+		if (m->bar[i] >= 0)
+			fprintf(f, "%d", m->bar[i]);
+		else
+			fputs(m->bar[i] == AUDIT_BAR_MIXED ? "mixed" : "absent", f);
+		fprintf(f, "\" style=\"background:%s\"></span>", node_colour(m->bar[i]));
+	}
+	fputs("</span>", f);
+}
+
+static void mapping_row(FILE *f, const struct audit_result *a, const struct audit_mapping *m)
+{
+	fprintf(f,
+	        "<tr class=\"mapping\" data-start=\"%llu\" data-category=\"%s\"><td>%llx</td>"
+	        "<td class=\"l\">%s</td><td>",
+	        (unsigned long long)m->start, maps_category_name(m->category),
+	        (unsigned long long)m->start, maps_category_name(m->category));
+	report_bytes(f, m->resident);
+	fputs("</td>", f);
+	node_cells(f, a, m->node_bytes);
+	fputs("<td>", f);
+	placement_bar(f, m);
+	fputs("</td><td class=\"l\">", f);
+	if (m->ntouchers > 0) {
+		tid_ref(f, a, m->touchers[0].tid);
+		fprintf(f, " on node %d", m->touchers[0].node);
+		if (m->ntouchers > 1)
+			fprintf(f, " and %u more", m->ntouchers - 1);
+	} else {
+		fputs("not seen", f);
+	}
+	fputs("</td><td class=\"name\">", f);
+	if (m->path[0] != '\0')
+		report_text(f, m->path);
+	else if (m->category == MAPS_STACK && m->thread > 0)
+		fprintf(f, "stack of %d", (int)m->thread);
+	else
+		report_text(f, m->why);
+	fputs("</td></tr>\n", f);
+}
+
+static void mappings(FILE *f, const struct audit_result *a)
+{
+	size_t shown = 0;
+
+	fputs("<h3>Mappings</h3>\n<p>Every mapping with pages present, by address: its bytes per "
+	      "node, and a bar of its placement along its addresses (each of the 64 cells "
+	      "coloured by the node of its pages, striped when they sit on several, grey where "
+	      "none is present), from move_pages on its present pages (all of them up to ",
+	      f);
+	fprintf(f, "%d a mapping, else that many spread evenly).</p>\n", AUDIT_PROBE_PAGES);
+	fputs("<table id=\"audit-mappings\">\n<tr><th>START</th><th class=\"l\">CATEGORY</th>"
+	      "<th>RESIDENT</th>",
+	      f);
+	node_heads(f, a);
+	fputs("<th>PLACEMENT</th><th class=\"l\">FIRST TOUCHER</th><th "
+	      "class=\"l\">NAME</th></tr>\n",
+	      f);
+	for (size_t i = 0; i < a->nmappings; i++)
+		if (a->mappings[i].resident > 0) {
+			mapping_row(f, a, &a->mappings[i]);
+			shown++;
+		}
+	fputs("</table>\n", f);
+	if (shown == 0)
+		fputs("<p class=\"note\">No mapping of the process was read.</p>\n", f);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -329,6 +489,8 @@ void locality_section(FILE *f, const struct audit_result *a, const char *why_non
 	}
 	window(f, a);
 	tiers(f, a);
+	categories(f, a);
+	mappings(f, a);
 	fputs("<h3>First-touch node \xc3\x97 user node</h3>\n<p>Bytes of present pages by the node "
 	      "of the CPU that first touched them (rows) and the node of the thread that uses "
 	      "them (columns). Off the diagonal, in red: pages used from another node.</p>\n",

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -127,13 +128,106 @@ static json_t *jtiers(const struct audit_result *r)
 
 static json_t *jthread(const struct audit_thread *t)
 {
-	return json_pack("{s:i,s:s,s:b,s:o,s:o,s:o,s:o,s:I,s:I,s:I,s:I}", "tid", (int)t->tid,
-	                 "name", t->name, "alive", t->alive, "cpu", jnode(t->cpu), "node",
-	                 jnode(t->node), "affinity", jnodes(t->affinity), "fault_nodes",
-	                 jnodes(t->fault_nodes), "used_bytes", (json_int_t)t->used_bytes,
-	                 "remote_bytes", (json_int_t)t->remote_bytes, "first_touched_bytes",
-	                 (json_int_t)t->first_touched, "touched_for_others_bytes",
-	                 (json_int_t)t->touched_for_others);
+	json_t *o = json_pack("{s:i,s:s,s:b,s:o,s:o,s:o,s:o,s:I,s:I,s:I,s:I}", "tid", (int)t->tid,
+	                      "name", t->name, "alive", t->alive, "cpu", jnode(t->cpu), "node",
+	                      jnode(t->node), "affinity", jnodes(t->affinity), "fault_nodes",
+	                      jnodes(t->fault_nodes), "used_bytes", (json_int_t)t->used_bytes,
+	                      "remote_bytes", (json_int_t)t->remote_bytes, "first_touched_bytes",
+	                      (json_int_t)t->first_touched, "touched_for_others_bytes",
+	                      (json_int_t)t->touched_for_others);
+
+	json_object_set_new(o, "cpu_ticks", json_integer((json_int_t)t->cpu_ticks));
+	json_object_set_new(o, "compute", json_boolean(t->compute));
+	json_object_set_new(o, "mapped_first_touched_bytes",
+	                    json_integer((json_int_t)t->mapped_touched));
+	return o;
+}
+
+/* {"0": bytes, "1": bytes}: the nodes with bytes. */
+static json_t *jnode_bytes(const uint64_t *bytes)
+{
+	json_t *o = json_object();
+	char key[16];
+
+	for (int n = 0; n < TOPOLOGY_MAX_NODES; n++) {
+		if (bytes[n] == 0)
+			continue;
+		snprintf(key, sizeof(key), "%d", n);
+		json_object_set_new(o, key, json_integer((json_int_t)bytes[n]));
+	}
+	return o;
+}
+
+static json_t *jmapping(const struct audit_mapping *m)
+{
+	json_t *o = json_object(), *a = json_array(), *bar = json_array(), *users = json_array();
+
+	json_object_set_new(o, "start", json_integer((json_int_t)m->start));
+	json_object_set_new(o, "end", json_integer((json_int_t)m->end));
+	json_object_set_new(o, "category", json_string(maps_category_name(m->category)));
+	json_object_set_new(o, "path", m->path[0] ? json_string(m->path) : json_null());
+	json_object_set_new(o, "perms", json_string(m->perms));
+	json_object_set_new(o, "why", json_string(m->why));
+	json_object_set_new(o, "policy", json_string(m->policy));
+	json_object_set_new(o, "thread", jtid(m->thread));
+	json_object_set_new(o, "resident_bytes", json_integer((json_int_t)m->resident));
+	json_object_set_new(o, "node_bytes", jnode_bytes(m->node_bytes));
+	json_object_set_new(o, "probes",
+	                    json_pack("{s:I,s:I,s:b}", "count", (json_int_t)m->probes, "bytes_each",
+	                              (json_int_t)m->probe_bytes, "exact", m->exact));
+	json_object_set_new(o, "sampled_bytes", json_integer((json_int_t)m->sampled_bytes));
+	json_object_set_new(o, "unknown_bytes", json_integer((json_int_t)m->unknown_bytes));
+	json_object_set_new(o, "differs_bytes", json_integer((json_int_t)m->differs_bytes));
+	for (unsigned i = 0; i < m->ntouchers; i++)
+		json_array_append_new(
+		        a, json_pack("{s:i,s:o,s:o,s:I}", "tid", (int)m->touchers[i].tid, "cpu",
+		                     jnode(m->touchers[i].cpu), "node", jnode(m->touchers[i].node),
+		                     "bytes", (json_int_t)m->touchers[i].bytes));
+	json_object_set_new(o, "first_touchers", a);
+	if (m->have_prov) {
+		json_t *p = json_object();
+
+		for (int k = 0; k < AUDIT_PROVS; k++)
+			json_object_set_new(p, audit_prov_name((enum audit_prov)k),
+			                    json_integer((json_int_t)m->prov[k]));
+		json_object_set_new(p, "note",
+		                    m->prov_note[0] ? json_string(m->prov_note) : json_null());
+		json_object_set_new(p, "cache_pinned", json_boolean(m->cache_pinned));
+		json_object_set_new(o, "provenance", p);
+	} else {
+		json_object_set_new(o, "provenance", json_null());
+	}
+	for (unsigned i = 0; i < m->nusers; i++)
+		json_array_append_new(users, json_integer(m->users[i]));
+	json_object_set_new(o, "users",
+	                    json_pack("{s:s,s:o,s:o}", "evidence",
+	                              audit_evidence_name(m->use_evidence), "tids", users, "nodes",
+	                              jnodes(m->user_nodes)));
+	json_object_set_new(o, "remote_bytes", json_integer((json_int_t)m->remote_bytes));
+	for (int i = 0; i < AUDIT_BAR; i++)
+		json_array_append_new(bar, m->bar[i] >= 0 ? json_integer(m->bar[i])
+		                                          : json_string(m->bar[i] == AUDIT_BAR_MIXED
+		                                                                ? "mixed"
+		                                                                : "absent"));
+	json_object_set_new(o, "bar", bar);
+	return o;
+}
+
+static json_t *jcategories(const struct audit_result *r)
+{
+	json_t *o = json_object();
+
+	for (int c = 0; c < MAPS_CATEGORIES; c++) {
+		const struct audit_category *k = &r->categories[c];
+
+		json_object_set_new(o, maps_category_name((enum maps_category)c),
+		                    json_pack("{s:i,s:I,s:o,s:I,s:I}", "mappings", (int)k->mappings,
+		                              "resident_bytes", (json_int_t)k->resident,
+		                              "node_bytes", jnode_bytes(k->node_bytes),
+		                              "sampled_bytes", (json_int_t)k->sampled_bytes,
+		                              "unknown_bytes", (json_int_t)k->unknown_bytes));
+	}
+	return o;
 }
 
 static json_t *jsite(const struct audit_site *s)
@@ -197,18 +291,30 @@ static json_t *jfinding(const struct audit_result *r, const struct audit_finding
 
 	for (unsigned i = 0; i < f->ntids; i++)
 		json_array_append_new(tids, json_integer(f->tids[i]));
-	return json_pack("{s:s,s:s,s:I,s:b,s:o,s:o,s:i,s:o,s:o,s:o,s:i,s:o,s:o,s:s,s:s}", "kind",
-	                 audit_kind_name(f->kind), "evidence", audit_evidence_name(f->evidence),
-	                 "bytes", (json_int_t)f->bytes, "risk", f->risk, "owner", jtid(f->owner),
-	                 "tids", tids, "more_tids", (int)f->more_tids, "node", jnode(f->node),
-	                 "other_node", jnode(f->other_node), "block",
-	                 f->block ? json_integer((json_int_t)f->block) : json_null(), "blocks",
-	                 (int)f->nblocks, "site_index",
-	                 f->site >= 0 ? json_integer(f->site) : json_null(), "site",
-	                 f->site >= 0 && r->sites[f->site].where[0]
-	                         ? json_string(r->sites[f->site].where)
-	                         : json_null(),
-	                 "text", f->text, "fix", f->fix);
+	json_t *o;
+
+	o = json_pack("{s:s,s:s,s:I,s:b,s:o,s:o,s:i,s:o,s:o,s:o,s:i,s:o,s:o,s:s,s:s}", "kind",
+	              audit_kind_name(f->kind), "evidence", audit_evidence_name(f->evidence),
+	              "bytes", (json_int_t)f->bytes, "risk", f->risk, "owner", jtid(f->owner),
+	              "tids", tids, "more_tids", (int)f->more_tids, "node", jnode(f->node),
+	              "other_node", jnode(f->other_node), "block",
+	              f->block ? json_integer((json_int_t)f->block) : json_null(), "blocks",
+	              (int)f->nblocks, "site_index",
+	              f->site >= 0 ? json_integer(f->site) : json_null(), "site",
+	              f->site >= 0 && r->sites[f->site].where[0]
+	                      ? json_string(r->sites[f->site].where)
+	                      : json_null(),
+	              "text", f->text, "fix", f->fix);
+	json_object_set_new(o, "category", json_string(maps_category_name(f->category)));
+	json_object_set_new(o, "mapping", f->mapping >= 0 ? json_integer(f->mapping) : json_null());
+	json_object_set_new(o, "path",
+	                    f->mapping >= 0 && r->mappings[f->mapping].path[0]
+	                            ? json_string(r->mappings[f->mapping].path)
+	                            : json_null());
+	json_object_set_new(o, "fix_run", f->fix_run[0] ? json_string(f->fix_run) : json_null());
+	json_object_set_new(o, "fix_prefix",
+	                    f->fix_prefix[0] ? json_string(f->fix_prefix) : json_null());
+	return o;
 }
 
 static json_t *jexit(const struct audit_result *r)
@@ -267,6 +373,22 @@ json_t *cmd_audit_json(const struct audit_result *r)
 	for (size_t i = 0; i < r->nfindings; i++)
 		json_array_append_new(a, jfinding(r, &r->findings[i]));
 	json_object_set_new(o, "findings", a);
+	json_object_set_new(o, "node_bytes", jnode_bytes(r->node_total));
+	json_object_set_new(o, "node_free_bytes", jnode_bytes(r->node_free));
+	json_object_set_new(o, "moved_bytes", json_integer((json_int_t)r->moved_bytes));
+	json_object_set_new(o, "categories", jcategories(r));
+	json_object_set_new(o, "inventory",
+	                    json_pack("{s:I,s:I,s:I,s:i}", "reads", (json_int_t)r->inventory_reads,
+	                              "last_ns", (json_int_t)r->inventory_ns, "memory_bytes",
+	                              (json_int_t)r->audit_memory, "probe_pages",
+	                              AUDIT_PROBE_PAGES));
+	json_object_set_new(o, "stacks_note",
+	                    r->stacks_note[0] ? json_string(r->stacks_note) : json_null());
+	json_object_set_new(o, "engine", r->engine[0] ? json_string(r->engine) : json_null());
+	a = json_array();
+	for (size_t i = 0; i < r->nmappings; i++)
+		json_array_append_new(a, jmapping(&r->mappings[i]));
+	json_object_set_new(o, "mappings", a);
 	return o;
 }
 
@@ -391,9 +513,130 @@ static void print_findings(const json_t *v)
 	}
 }
 
+/* The node columns: the nodes of the machine ("nodes"). */
+static void node_heads(const json_t *v, int width)
+{
+	const json_t *n;
+	size_t i;
+	char h[16];
+
+	json_array_foreach(json_object_get(v, "nodes"), i, n)
+	{
+		snprintf(h, sizeof(h), "NODE %d", (int)json_integer_value(n));
+		printf(" %*s", width, h);
+	}
+}
+
+static void node_cells(const json_t *v, const json_t *bytes, int width)
+{
+	const json_t *n;
+	size_t i;
+	char key[16], b[32];
+
+	json_array_foreach(json_object_get(v, "nodes"), i, n)
+	{
+		snprintf(key, sizeof(key), "%d", (int)json_integer_value(n));
+		printf(" %*s", width, text_human(num(bytes, key), b, sizeof(b)));
+	}
+}
+
+static void print_categories(const json_t *v)
+{
+	const json_t *cats = json_object_get(v, "categories"), *c;
+	const char *name;
+	char b[3][32];
+
+	printf("\nPLACEMENT BY CATEGORY (resident bytes per node, numa_maps)\n%-8s %8s", "CATEGORY",
+	       "MAPPINGS");
+	node_heads(v, 12);
+	printf(" %12s %12s %12s\n", "TOTAL", "FIRST-TOUCH", "UNKNOWN");
+	json_object_foreach((json_t *)cats, name, c)
+	{
+		if (num(c, "mappings") == 0)
+			continue;
+		printf("%-8s %8d", name, (int)num(c, "mappings"));
+		node_cells(v, json_object_get(c, "node_bytes"), 12);
+		printf(" %12s %12s %12s\n",
+		       text_human(num(c, "resident_bytes"), b[0], sizeof(b[0])),
+		       text_human(num(c, "sampled_bytes"), b[1], sizeof(b[1])),
+		       text_human(num(c, "unknown_bytes"), b[2], sizeof(b[2])));
+	}
+	printf("%-8s %8zu", "total", json_array_size(json_object_get(v, "mappings")));
+	node_cells(v, json_object_get(v, "node_bytes"), 12);
+	printf("\n");
+	if (num(v, "moved_bytes") > 0)
+		printf("(%s changed mapping between the reads of numa_maps and maps)\n",
+		       text_human(num(v, "moved_bytes"), b[0], sizeof(b[0])));
+	if (json_is_string(json_object_get(v, "stacks_note")))
+		printf("note: %s\n", str(v, "stacks_note"));
+}
+
+/* A mapping's name for the table: its path, "stack of TID", or its why. */
+static const char *mapping_name(const json_t *m, char *buf, size_t len)
+{
+	const char *cat = str(m, "category");
+
+	if (json_is_string(json_object_get(m, "path")))
+		snprintf(buf, len, "%s", str(m, "path"));
+	else if (strcmp(cat, "stack") == 0 && json_is_integer(json_object_get(m, "thread")))
+		snprintf(buf, len, "stack of %d", (int)num(m, "thread"));
+	else if (strcmp(cat, "heap") == 0)
+		snprintf(buf, len, "glibc arena heap");
+	else
+		snprintf(buf, len, "anonymous");
+	return buf;
+}
+
+/* The mappings holding at least 1 MiB (at most 20, largest first). */
+static void print_mappings(const json_t *v)
+{
+	const json_t *ms = json_object_get(v, "mappings"), *m, *t;
+	const json_t *pick[20];
+	size_t n = 0, i;
+	char name[256], b[2][32], who[64];
+
+	json_array_foreach(ms, i, m)
+	{
+		size_t k;
+
+		if (num(m, "resident_bytes") < (1u << 20))
+			continue;
+		if (n < 20)
+			n++;
+		else if (num(m, "resident_bytes") <= num(pick[n - 1], "resident_bytes"))
+			continue;
+		for (k = n - 1;
+		     k > 0 && num(pick[k - 1], "resident_bytes") < num(m, "resident_bytes"); k--)
+			pick[k] = pick[k - 1];
+		pick[k] = m;
+	}
+	if (n == 0)
+		return;
+	printf("\nMAPPINGS of 1 MiB or more (resident bytes)\n%-14s %-8s %10s", "START", "CATEGORY",
+	       "RESIDENT");
+	node_heads(v, 10);
+	printf(" %-22s %s\n", "FIRST TOUCHER", "NAME");
+	for (i = 0; i < n; i++) {
+		m = pick[i];
+		t = json_array_get(json_object_get(m, "first_touchers"), 0);
+		if (t != NULL)
+			snprintf(who, sizeof(who), "%d (node %d) %s", (int)num(t, "tid"),
+			         (int)num(t, "node"),
+			         text_human(num(t, "bytes"), b[1], sizeof(b[1])));
+		else
+			snprintf(who, sizeof(who), "not seen");
+		printf("%-14llx %-8s %10s", (unsigned long long)num(m, "start"), str(m, "category"),
+		       text_human(num(m, "resident_bytes"), b[0], sizeof(b[0])));
+		node_cells(v, json_object_get(m, "node_bytes"), 10);
+		printf(" %-22s %s\n", who, mapping_name(m, name, sizeof(name)));
+	}
+}
+
 static void print_audit(const json_t *v)
 {
 	print_head(v);
+	print_categories(v);
+	print_mappings(v);
 	print_matrix("FIRST-TOUCH NODE x USER NODE", "touch",
 	             json_object_get(json_object_get(v, "matrix"), "first_touch"));
 	print_matrix("PLACEMENT NODE x USER NODE", "placed",
@@ -565,6 +808,19 @@ static void catch_signals(void)
 	sigaction(SIGHUP, &sa, NULL);
 }
 
+/* What the audit itself cost, up to now: its peak resident set and CPU
+ * time (getrusage of this process alone, not of a launched command). */
+static json_t *jself(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return json_null();
+	return json_pack("{s:I,s:f}", "peak_rss_bytes", (json_int_t)ru.ru_maxrss * 1024, "cpu_s",
+	                 (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	                         (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+}
+
 static int print_result(const struct request *a, const struct audit_result *r)
 {
 	json_t *v = cmd_audit_json(r);
@@ -574,6 +830,7 @@ static int print_result(const struct request *a, const struct audit_result *r)
 		say("out of memory");
 		return AX_FAIL;
 	}
+	json_object_set_new(v, "self", jself());
 	if (a->json) {
 		char *s = json_dumps(v, JSON_INDENT(2));
 

@@ -14,7 +14,8 @@
 #   guest_run SCRIPT        boot once, run the sh SCRIPT (a file) as root
 #                           inside, with two CPUs (CPU n on node n); its
 #                           output is in $GUEST_OUT, its exit status is
-#                           guest_run's
+#                           guest_run's; $GUEST_QEMU_ARGS go to QEMU too
+#                           (a disk, say)
 #
 # The kernel is Debian's cloud kernel (CONFIG_NUMA, ACPI SRAT, perf events,
 # THP and the 8250 console built in; no modules needed): $SCRATCH_GUEST_KERNEL,
@@ -105,14 +106,14 @@ guest_run() {
     -numa node,nodeid=0,cpus=0,memdev=m0 -numa node,nodeid=1,cpus=1,memdev=m1 \
     -kernel "$GUEST_KERNEL" -initrd "$T/initrd.cpio" \
     -append "console=ttyS0 panic=-1 rdinit=/init numa_balancing=disable quiet" \
-    -display none -monitor none -no-reboot \
+    -display none -monitor none -no-reboot ${GUEST_QEMU_ARGS:-} \
     -serial "file:$GUEST_CONSOLE" -serial "file:$GUEST_OUT" </dev/null >"$T/qemu.log" 2>&1
   qs=$?
   # The serial line ends lines with \r\n.
   tr -d '\r' <"$GUEST_OUT" >"$T/guest.out.tmp" && mv "$T/guest.out.tmp" "$GUEST_OUT"
   st=$(sed -n 's/^guest-exit: \([0-9]*\).*/\1/p' "$GUEST_OUT" | tail -n 1)
   if [ -z "$st" ]; then
-    tail -n 20 "$GUEST_CONSOLE" "$T/qemu.log" >&2
+    tail -n 20 "$GUEST_CONSOLE" "$T/qemu.log" "$GUEST_OUT" >&2
     fail "the guest never reported (qemu exit status $qs)"
   fi
   return "$st"

@@ -6,7 +6,9 @@
  *   host_numa split MIB   the main thread, on CPU 0, mallocs MIB MiB; a
  *                         worker pinned to CPU 0 writes the first half, one
  *                         pinned to CPU 1 the second (halves cut on a 2 MiB
- *                         boundary, so no huge page straddles them)
+ *                         boundary, so no huge page straddles them). A CPU
+ *                         the process may not use at its start (numactl
+ *                         --cpunodebind) is replaced by the first it may
  *   host_numa untouched MIB
  *                         mallocs MIB MiB and touches none of it
  *   options, after MIB:
@@ -92,10 +94,17 @@ static void await(int sig)
 		exit(0);
 }
 
+/* The CPUs the process may use at its start (numactl --cpunodebind sets
+ * them): pin() keeps to them, so that a run bound to one node stays there. */
+static cpu_set_t allowed;
+
 static void pin(int cpu)
 {
 	cpu_set_t set;
 
+	if (CPU_COUNT(&allowed) > 0 && !CPU_ISSET(cpu, &allowed))
+		for (cpu = 0; cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &allowed); cpu++)
+			;
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	if (sched_setaffinity(0, sizeof(set), &set) != 0) {
@@ -231,6 +240,8 @@ int main(int argc, char **argv)
 	char *buf, *first, *mid, *end;
 	sigset_t sigs;
 
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
+		CPU_ZERO(&allowed);
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGUSR1);
 	sigaddset(&sigs, SIGUSR2);

@@ -38,3 +38,16 @@ LOCALITY_TESTS = tests/locality/locality_host.test tests/locality/guest_locality
 	tests/locality/audit_host.test
 TESTS += $(LOCALITY_TESTS)
 EXTRA_DIST += $(LOCALITY_TESTS) tests/locality/audit_guest.sh
+
+# The whole-process audit (issue 24): a host with a mapping of every
+# category; the inventory on this host (audit_maps.test), and the
+# findings' fixes applied and audited again in the two-node guest
+# (guest_audit.test, one boot, guest_audit.sh inside). The inventory's
+# unit suites (maps, touch) are in the Check runner (tests/unit/).
+check_PROGRAMS += tests/locality/host_maps
+tests_locality_host_maps_SOURCES = tests/locality/host_maps.c
+tests_locality_host_maps_CFLAGS = $(AM_CFLAGS) -fno-builtin
+tests_locality_host_maps_LDADD = $(PTHREAD_LIBS) -lrt
+TESTS += tests/locality/audit_maps.test tests/locality/guest_audit.test
+EXTRA_DIST += tests/locality/audit_maps.test tests/locality/guest_audit.test \
+	tests/locality/guest_audit.sh

@@ -219,7 +219,35 @@ def check_audit(els, audit, expect):
                  el["attrs"].get("data-on") == "0" and tier in el["text"]]
         if not cells or audit["tiers"][tier]["reason"] not in cells[0]["text"]:
             fail("tier %s: off, but the page does not say why" % tier)
-    print("audit: %d findings (%s), %d threads" % (len(kinds), ", ".join(kinds), len(audit["threads"])))
+    check_mappings(els, audit)
+    print("audit: %d findings (%s), %d threads, %d mappings" % (
+        len(kinds), ", ".join(kinds), len(audit["threads"]), len(audit.get("mappings", []))))
+
+
+def inside(el, top):
+    while el is not None:
+        if el is top:
+            return True
+        el = el["parent"]
+    return False
+
+
+def check_mappings(els, audit):
+    """Every mapping of the audit with pages present has its row, and its
+    placement bar's 64 cells say the nodes the audit's bar says."""
+    rows = {el["attrs"].get("data-start"): el for el in els
+            if el["tag"] == "tr" and "mapping" in classes(el)}
+    cells = [el for el in els if el["tag"] == "span" and "pcell" in classes(el)]
+    shown = [m for m in audit.get("mappings", []) if m["resident_bytes"] > 0]
+    if audit.get("mappings") is not None and not shown:
+        fail("the audit read no mapping with pages present")
+    for m in shown:
+        row = rows.get(str(m["start"]))
+        if row is None:
+            fail("mapping at 0x%x (%s) has no row" % (m["start"], m["category"]))
+        bar = [el["attrs"].get("data-node") for el in cells if inside(el, row)]
+        if bar != [str(v) for v in m["bar"]]:
+            fail("mapping at 0x%x: its bar %r is not the audit's %r" % (m["start"], bar, m["bar"]))
 
 
 def check_selfcontained(path):

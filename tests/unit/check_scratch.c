@@ -52,10 +52,10 @@ static void run_dir_remove(void)
 }
 
 static Suite *(*const suites[])(void) = {
-        conf_suite,       pool_suite,    pool_threads_suite, pool_reuse_suite,
-        pool_decay_suite, workers_suite, arena_suite,        workspace_suite,
-        stats_abi_suite,  debug_suite,   segread_suite,      topology_suite,
-        placement_suite,  faults_suite,  fields_suite,       report_suite,
+        conf_suite,    pool_suite,     pool_threads_suite, pool_reuse_suite, pool_decay_suite,
+        workers_suite, arena_suite,    workspace_suite,    stats_abi_suite,  debug_suite,
+        segread_suite, topology_suite, placement_suite,    faults_suite,     fields_suite,
+        report_suite,  maps_suite,     touch_suite,
 };
 
 int main(void)

@@ -34,7 +34,9 @@ tests_unit_check_scratch_CFLAGS += $(JANSSON_CFLAGS)
 tests_unit_check_scratch_LDADD += libscratch_report.la libscratch_audit.la libscratch_segread.la \
 	$(JANSSON_LIBS) $(DW_LIBS)
 
-# The memory-locality audit's data collection modules (stats/audit/).
-tests_unit_check_scratch_SOURCES += tests/unit/check_locality.c
+# The memory-locality audit's data collection modules (stats/audit/), and
+# the whole-process inventory's parsers and first-toucher store.
+tests_unit_check_scratch_SOURCES += tests/unit/check_locality.c tests/unit/check_maps.c \
+	tests/unit/check_touch.c
 tests_unit_check_scratch_CPPFLAGS += -I$(srcdir)/stats/audit
 tests_unit_check_scratch_LDADD += libscratch_audit.la libscratch_segread.la $(DW_LIBS)

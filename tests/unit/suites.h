@@ -28,6 +28,8 @@ Suite *segread_suite(void);
 Suite *topology_suite(void);
 Suite *placement_suite(void);
 Suite *faults_suite(void);
+Suite *maps_suite(void);
+Suite *touch_suite(void);
 Suite *report_suite(void);
 Suite *fields_suite(void);
 
