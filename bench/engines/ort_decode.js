@@ -17,7 +17,7 @@ const layers = 6, heads = 8, hd = 64, vocab = 8192, prompt = 64;
 
 async function main() {
   const session = await ort.InferenceSession.create(
-      model, {intraOpNumThreads: 2, interOpNumThreads: 1});
+      model, {intraOpNumThreads: +(process.env.ENGINE_THREADS || 1), interOpNumThreads: 1});
   const past = {};
   for (let i = 0; i < 2 * layers; i++)
     past['p' + i] = new ort.Tensor('float32', new Float32Array(0), [batch, heads, 0, hd]);

@@ -9,6 +9,7 @@
 # faults per step after WARMUP tokens, and a hash of the tokens decoded,
 # which must not depend on the allocator).
 import hashlib
+import os
 import resource
 import sys
 import time
@@ -17,7 +18,8 @@ import torch
 
 batch, tokens, warmup = (int(a) for a in sys.argv[1:4])
 torch.manual_seed(1)
-torch.set_num_threads(2)
+# ENGINE_THREADS (bench/engine's, default 1): intra-op threads.
+torch.set_num_threads(int(os.environ.get("ENGINE_THREADS", "1")))
 dim, heads, layers, vocab, prompt = 512, 8, 6, 8192, 64
 hd = dim // heads
 
