@@ -31,3 +31,6 @@ tests_host_numa_LDADD = $(PTHREAD_LIBS)
 TESTS += tests/guest_numa.test
 EXTRA_DIST += tests/guest_numa.test tests/guest.sh
 include $(srcdir)/tests/locality.mk
+
+# The Debian packages (debian/) in the release tarball.
+include $(srcdir)/tests/packages.mk
