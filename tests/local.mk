@@ -32,5 +32,6 @@ TESTS += tests/guest_numa.test
 EXTRA_DIST += tests/guest_numa.test tests/guest.sh
 include $(srcdir)/tests/locality.mk
 
-# The Debian packages (debian/) in the release tarball.
+# The Debian packages: in the tarball, and built and checked from a private
+# root (make check-packages).
 include $(srcdir)/tests/packages.mk
