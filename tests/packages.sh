@@ -11,6 +11,7 @@
 #     installed on the system), and there:
 #     - the files are where Debian wants them: the shims in the multiarch
 #       library directory, the units in /usr/lib/systemd/user, man pages;
+#       scratchd and scratchstat --version give the package's version;
 #     - an unmodified program (sort) gives the same output under each shim,
 #       loaded by name (LD_PRELOAD=libscratch-preload.so) from the root;
 #     - the packaged scratchstat starts the packaged scratchd (found from
@@ -120,7 +121,15 @@ for f in usr/lib/$triplet/libscratch-preload.so usr/lib/$triplet/libscratch-prel
 done
 exec_start=$(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' "$ROOT/usr/lib/systemd/user/scratchd.service")
 test -x "$ROOT$exec_start" || die "scratchd.service starts $exec_start, which no package holds"
-say "files in place ($(echo "$debs" | wc -w) packages unpacked)"
+# One version number: the programs say the package's.
+for prog in usr/bin/scratchstat usr/sbin/scratchd; do
+  v=$("$ROOT/$prog" --version) || die "/$prog --version"
+  case "$v" in
+    "${prog##*/} $version "* | "${prog##*/} $version") ;;
+    *) die "/$prog --version says '$v', the package is $version" ;;
+  esac
+done
+say "files in place ($(echo "$debs" | wc -w) packages unpacked), scratchd and scratchstat at $version"
 
 # An unmodified program under each shim, loaded by name from the root.
 SHIMS="libscratch-preload.so libscratch-preload-jemalloc.so"
