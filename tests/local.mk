@@ -30,6 +30,9 @@ tests_host_numa_CFLAGS = $(AM_CFLAGS) -fno-builtin
 tests_host_numa_LDADD = $(PTHREAD_LIBS)
 TESTS += tests/guest_numa.test
 EXTRA_DIST += tests/guest_numa.test tests/guest.sh
+# The guest's kernel, fetched once into the build tree (tests/guest.sh),
+# outlives make clean; distclean removes it (distcheck's distcleancheck).
+DISTCLEANFILES += tests/guest/vmlinuz
 include $(srcdir)/tests/locality.mk
 
 # The Debian packages: in the tarball, and built and checked from a private
