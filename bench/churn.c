@@ -17,7 +17,6 @@
  * steps_per_s over the steps (the initial fill left out), faults (minflt +
  * majflt) per step, peak RSS (VmHWM) and the live set's own peak, in KiB.
  */
-#include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -25,7 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
+
+#include "bench.h"
 
 #define KIB        ((size_t)1 << 10)
 #define MIB        ((size_t)1 << 20)
@@ -45,22 +45,12 @@ struct churn {
 	size_t live_peak;
 };
 
-/* splitmix64: a small PRNG whose sequence depends on the seed alone. */
-static uint64_t next_random(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 /* A random size from min_mib to max_mib MiB, in whole pages. */
 static size_t random_size(struct churn *c)
 {
 	size_t lo = c->min_mib * MIB / PAGE, hi = c->max_mib * MIB / PAGE;
 
-	return (lo + next_random(&c->rng) % (hi - lo + 1)) * PAGE;
+	return (lo + bench_next_random(&c->rng) % (hi - lo + 1)) * PAGE;
 }
 
 /* One write per page: the block becomes resident, as a host's tensor does
@@ -99,42 +89,12 @@ static void release(struct churn *c, unsigned i)
 	c->size[i] = 0;
 }
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static long faults(void)
 {
 	struct rusage ru;
 
 	getrusage(RUSAGE_SELF, &ru);
 	return ru.ru_minflt + ru.ru_majflt;
-}
-
-/* Peak resident set in KiB: VmHWM of this process image, else ru_maxrss. */
-static long peak_rss_kib(void)
-{
-	char line[256];
-	long kib = -1;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	if (f) {
-		while (fgets(line, sizeof(line), f))
-			if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
-				break;
-		fclose(f);
-	}
-	if (kib < 0) {
-		struct rusage ru;
-
-		getrusage(RUSAGE_SELF, &ru);
-		kib = ru.ru_maxrss;
-	}
-	return kib;
 }
 
 static void usage(FILE *out)
@@ -147,19 +107,6 @@ static void usage(FILE *out)
 	        "  --max MIB   largest block, MiB (default 25)\n"
 	        "  --seed N    the seed of the size and victim sequence (default 1)\n",
 	        MAX_BLOCKS);
-}
-
-static bool parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *ret)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		return false;
-	*ret = (unsigned)v;
-	return true;
 }
 
 /* Parse argv into c. Returns 0, 1 (help printed) or -1 (error printed). */
@@ -196,7 +143,7 @@ static int parse_args(int argc, char **argv, struct churn *c)
 			usage(stderr);
 			return -1;
 		}
-		if (i + 1 >= argc || !parse_uint(argv[i + 1], lo, hi, target)) {
+		if (i + 1 >= argc || !bench_parse_uint(argv[i + 1], lo, hi, target)) {
 			fprintf(stderr, "churn: %s needs a number from %u to %u\n", a, lo, hi);
 			return -1;
 		}
@@ -224,24 +171,24 @@ static int churn_run(struct churn *c)
 		if (!refill(c, i, 1))
 			goto out_fail;
 	f0 = faults();
-	t0 = now();
+	t0 = bench_now_s();
 	for (s = 0; s < c->steps; s++) {
-		i = (unsigned)(next_random(&c->rng) % c->blocks);
+		i = (unsigned)(bench_next_random(&c->rng) % c->blocks);
 		release(c, i);
 		if (!refill(c, i, (unsigned char)(s + 2)))
 			goto out_fail;
 	}
-	t1 = now();
+	t1 = bench_now_s();
 	f1 = faults();
 	printf("churn: %u blocks of %u-%u MiB, %u steps: %.0f steps/s, %.1f faults/step, "
 	       "peak RSS %.1f MiB (live set peak %.1f MiB)\n",
 	       c->blocks, c->min_mib, c->max_mib, c->steps, c->steps / (t1 - t0),
-	       (double)(f1 - f0) / c->steps, (double)peak_rss_kib() / 1024.0,
+	       (double)(f1 - f0) / c->steps, (double)bench_peak_rss_kib() / 1024.0,
 	       (double)c->live_peak / (double)MIB);
 	printf("churn blocks=%u min_mib=%u max_mib=%u steps=%u seconds=%.4f steps_per_s=%.2f "
 	       "faults=%ld faults_per_step=%.2f peak_rss_kib=%ld live_peak_kib=%zu\n",
 	       c->blocks, c->min_mib, c->max_mib, c->steps, t1 - t0, c->steps / (t1 - t0), f1 - f0,
-	       (double)(f1 - f0) / c->steps, peak_rss_kib(), c->live_peak / KIB);
+	       (double)(f1 - f0) / c->steps, bench_peak_rss_kib(), c->live_peak / KIB);
 	goto out_free;
 out_fail:
 	fprintf(stderr, "churn: malloc failed\n");

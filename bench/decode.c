@@ -43,17 +43,16 @@
  * what the caches must hold; an allocator that gives one thread's buffer the
  * memory another thread's just left has a smaller one.
  */
-#include <errno.h>
 #include <limits.h>
 #include <stdint.h>
 #include <pthread.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
+
+#include "bench.h"
 
 #define KIB ((size_t)1 << 10)
 #define MIB ((size_t)1 << 20)
@@ -129,16 +128,10 @@ struct worker {
 	pthread_t thread;
 };
 
-/* Tell the compiler the bytes are read, so malloc+memset+free is not elided. */
-static void keep(void *p)
-{
-	__asm__ volatile("" : : "r"(p) : "memory");
-}
-
 static void write_once(char *p, size_t n, unsigned char fill)
 {
 	memset(p, fill, n);
-	keep(p);
+	bench_keep(p);
 }
 
 /* Note that a thread wrote [p, p + n) in this token (see hot_set). */
@@ -244,16 +237,6 @@ static bool alloc_worker_bufs(struct decode *d)
 	return true;
 }
 
-/* splitmix64: a small PRNG whose sequence depends on the seed alone. */
-static uint64_t next_random(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 static size_t scores_size(unsigned tok)
 {
 	return (SCORE_ROWS0 + tok) * SCORE_ROW;
@@ -274,7 +257,7 @@ static void plan_layer(struct decode *d, unsigned tok)
 	for (w = 0; w < d->workers; w++)
 		for (i = 0; i < d->job.ntemps; i++)
 			d->job.sizes[w][i] =
-			        d->vary ? VARY_MIN + next_random(&d->rng) % steps * VARY_STEP
+			        d->vary ? VARY_MIN + bench_next_random(&d->rng) % steps * VARY_STEP
 			                : temp_sizes[i];
 }
 
@@ -363,14 +346,6 @@ struct sample {
 	long faults;
 };
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static struct sample take_sample(void)
 {
 	struct rusage ru;
@@ -381,31 +356,8 @@ static struct sample take_sample(void)
 	s.cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
 	        (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 	s.sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
-	s.t = now();
+	s.t = bench_now_s();
 	return s;
-}
-
-/* Peak resident set in KiB: VmHWM of this process image (ru_maxrss would
- * carry the high-water mark of whatever exec'ed us), else ru_maxrss. */
-static long peak_rss_kib(void)
-{
-	char line[256];
-	long kib = -1;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	if (f) {
-		while (fgets(line, sizeof(line), f))
-			if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
-				break;
-		fclose(f);
-	}
-	if (kib < 0) {
-		struct rusage ru;
-
-		getrusage(RUSAGE_SELF, &ru);
-		kib = ru.ru_maxrss;
-	}
-	return kib;
 }
 
 static void usage(FILE *out)
@@ -425,19 +377,6 @@ static void usage(FILE *out)
 	        "  --temps N     --vary: temporaries per worker and layer (default 2, max %zu)\n"
 	        "  --seed N      --vary: the seed of the size sequence (default 1)\n",
 	        MAX_WORKERS, MAX_TEMPS);
-}
-
-static bool parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *ret)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		return false;
-	*ret = (unsigned)v;
-	return true;
 }
 
 /* Parse argv into d. Returns 0, 1 (help printed) or -1 (error printed). */
@@ -493,7 +432,7 @@ static int parse_args(int argc, char **argv, struct decode *d)
 			usage(stderr);
 			return -1;
 		}
-		if (i + 1 >= argc || !parse_uint(argv[i + 1], lo, hi, target)) {
+		if (i + 1 >= argc || !bench_parse_uint(argv[i + 1], lo, hi, target)) {
 			fprintf(stderr, "decode: %s needs a number from %u to %u\n", a, lo, hi);
 			return -1;
 		}
@@ -582,7 +521,7 @@ static void report(const struct decode *d, struct sample s0, struct sample s1, s
 	double steady_tps = steady / (s2.t - s1.t);
 	double fpt = (double)(s2.faults - s0.faults) / d->tokens;
 	double steady_fpt = (double)(s2.faults - s1.faults) / steady;
-	long rss = peak_rss_kib();
+	long rss = bench_peak_rss_kib();
 	const char *variant = d->prealloc ? "prealloc" : d->main_alloc ? "main-alloc" : "default";
 	const char *sizes = d->vary ? "vary" : "fixed";
 	double hot_mib = d->hot_bytes / steady / (double)MIB;
@@ -620,13 +559,13 @@ static int decode_run(struct decode *d)
 		return 1;
 	}
 	if (d->prealloc) {
-		double t = now();
+		double t = bench_now_s();
 
 		if (!prealloc_all(d, &pre_shared, &pre_logits))
 			goto out_free;
 		/* Pre-fault outside the timer, each page by the thread that writes it. */
 		prefault_all(d, pre_shared, pre_logits);
-		tm.prefault_ms = (now() - t) * 1e3;
+		tm.prefault_ms = (bench_now_s() - t) * 1e3;
 	}
 	s0 = take_sample();
 	s1 = s0;

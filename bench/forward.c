@@ -17,17 +17,23 @@
  *   jemalloc's own, through pointers taken from libjemalloc's handle in a
  *   constructor, as the shim's jemalloc backend does (mallocx and dallocx
  *   until then). It is preloaded before libjemalloc.so.2, which serves every
- *   other entry.
+ *   other entry;
+ * - libforward-tcmalloc.so (FORWARD_TCMALLOC) and libforward-mimalloc.so
+ *   (FORWARD_MIMALLOC) forward malloc and free to tc_malloc and tc_free, or
+ *   mi_malloc and mi_free, as those shims' backends do. Each is preloaded
+ *   before its allocator's library, which serves every other entry.
  */
 #include <stddef.h>
 #include <stdint.h>
 
-#ifdef FORWARD_JEMALLOC
+#include <errno.h>
+#if defined(FORWARD_JEMALLOC)
 #include <dlfcn.h>
-#include <errno.h>
 #include <jemalloc/jemalloc.h>
-#else
-#include <errno.h>
+#elif defined(FORWARD_TCMALLOC)
+#include <gperftools/tcmalloc.h>
+#elif defined(FORWARD_MIMALLOC)
+#include <mimalloc.h>
 #endif
 
 #define FORWARD_API __attribute__((visibility("default")))
@@ -35,7 +41,7 @@
 FORWARD_API void *malloc(size_t size);
 FORWARD_API void free(void *p);
 
-#ifdef FORWARD_JEMALLOC
+#if defined(FORWARD_JEMALLOC)
 typedef void *(*malloc_fn)(size_t);
 typedef void (*free_fn)(void *);
 
@@ -78,6 +84,12 @@ __attribute__((constructor)) static void forward_init(void)
 
 #define TARGET_MALLOC(n) target_malloc(n)
 #define TARGET_FREE(p)   target_free(p)
+#elif defined(FORWARD_TCMALLOC)
+#define TARGET_MALLOC(n) tc_malloc(n)
+#define TARGET_FREE(p)   tc_free(p)
+#elif defined(FORWARD_MIMALLOC)
+#define TARGET_MALLOC(n) mi_malloc(n)
+#define TARGET_FREE(p)   mi_free(p)
 #else
 /* glibc exports these (GLIBC_2.2.5) but declares them in no header. */
 extern void *__libc_malloc(size_t size);

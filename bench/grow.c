@@ -14,14 +14,14 @@
  * us_per_realloc (the realloc calls alone), seconds (everything, the writes
  * too), faults (minflt + majflt) per realloc and peak RSS (VmHWM) in KiB.
  */
-#include <errno.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
+
+#include "bench.h"
 
 #define MIB ((size_t)1 << 20)
 
@@ -31,14 +31,6 @@ struct grow {
 	unsigned to_mib;
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static long faults_now(void)
 {
 	struct rusage ru;
@@ -47,33 +39,12 @@ static long faults_now(void)
 	return ru.ru_minflt + ru.ru_majflt;
 }
 
-static long peak_rss_kib(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return ru.ru_maxrss;
-}
-
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: grow [--rounds N] [--from MIB] [--to MIB]\n"
 	             "  --rounds N  buffers grown, one after the other (default 20)\n"
 	             "  --from MIB  the first size (default 4)\n"
 	             "  --to MIB    grown by an eighth at a time up to this size (default 256)\n");
-}
-
-static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *ret)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
-		return 0;
-	*ret = (unsigned)v;
-	return 1;
 }
 
 /* Parse argv into g. Returns 0, 1 (help printed) or -1 (error printed). */
@@ -98,7 +69,7 @@ static int parse_args(int argc, char **argv, struct grow *g)
 			usage(stderr);
 			return -1;
 		}
-		if (i + 1 >= argc || !parse_uint(argv[i + 1], 1, 65536, target)) {
+		if (i + 1 >= argc || !bench_parse_uint(argv[i + 1], 1, 65536, target)) {
 			fprintf(stderr, "grow: %s needs a number from 1 to 65536\n", a);
 			return -1;
 		}
@@ -121,7 +92,7 @@ int main(int argc, char **argv)
 
 	if (rc != 0)
 		return rc < 0 ? 2 : 0;
-	t0 = now_s();
+	t0 = bench_now_s();
 	f0 = faults_now();
 	for (unsigned r = 0; r < g.rounds; r++) {
 		size_t size = (size_t)g.from_mib * MIB, last = (size_t)g.to_mib * MIB;
@@ -134,10 +105,10 @@ int main(int argc, char **argv)
 		memset(buf, (int)r, size);
 		while (size < last) {
 			size_t next = size + size / 8 < last ? size + size / 8 : last;
-			double a = now_s();
+			double a = bench_now_s();
 			char *q = realloc(buf, next);
 
-			in_realloc += now_s() - a;
+			in_realloc += bench_now_s() - a;
 			reallocs++;
 			if (q == NULL) {
 				fprintf(stderr, "grow: realloc(%zu) failed\n", next);
@@ -155,17 +126,18 @@ int main(int argc, char **argv)
 		}
 		free(buf);
 	}
-	double secs = now_s() - t0;
+	double secs = bench_now_s() - t0;
 	long faults = faults_now() - f0;
 	double us = reallocs ? in_realloc * 1e6 / (double)reallocs : 0;
 
 	printf("grow: %u buffers grown %u -> %u MiB by an eighth: %.1f us per realloc, %.1f "
 	       "faults per realloc, peak RSS %.1f MiB\n",
 	       g.rounds, g.from_mib, g.to_mib, us,
-	       (double)faults / (double)(reallocs ? reallocs : 1), (double)peak_rss_kib() / 1024);
+	       (double)faults / (double)(reallocs ? reallocs : 1),
+	       (double)bench_peak_rss_kib() / 1024);
 	printf("grow rounds=%u from_mib=%u to_mib=%u reallocs=%lu seconds=%.4f us_per_realloc=%.2f "
 	       "faults=%ld faults_per_realloc=%.2f peak_rss_kib=%ld\n",
 	       g.rounds, g.from_mib, g.to_mib, reallocs, secs, us, faults,
-	       (double)faults / (double)(reallocs ? reallocs : 1), peak_rss_kib());
+	       (double)faults / (double)(reallocs ? reallocs : 1), bench_peak_rss_kib());
 	return 0;
 }

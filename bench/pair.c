@@ -13,39 +13,13 @@
  *
  * Output: a human line, then one line "pair key=value ..." for scripts.
  */
-#include <errno.h>
-#include <stdbool.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-/* Tell the compiler the block escapes, so the malloc+free pair is not elided. */
-static void keep(void *p)
-{
-	__asm__ volatile("" : : "r"(p) : "memory");
-}
-
-static double clock_s(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static bool parse_ulong(const char *s, unsigned long *ret)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || v == 0)
-		return false;
-	*ret = v;
-	return true;
-}
+#include "bench.h"
 
 static int pairs_run(unsigned long pairs, size_t size)
 {
@@ -56,19 +30,19 @@ static int pairs_run(unsigned long pairs, size_t size)
 	p = malloc(size);
 	if (!p)
 		goto out_fail;
-	keep(p);
+	bench_keep(p);
 	free(p);
-	t0 = clock_s(CLOCK_MONOTONIC);
-	c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+	t0 = bench_clock_s(CLOCK_MONOTONIC);
+	c0 = bench_clock_s(CLOCK_THREAD_CPUTIME_ID);
 	for (i = 0; i < pairs; i++) {
 		p = malloc(size);
 		if (!p)
 			goto out_fail;
-		keep(p);
+		bench_keep(p);
 		free(p);
 	}
-	cpu = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
-	secs = clock_s(CLOCK_MONOTONIC) - t0;
+	cpu = bench_clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
+	secs = bench_clock_s(CLOCK_MONOTONIC) - t0;
 	printf("pair: %lu malloc+free pairs of %zu bytes on one thread: %.2f ns of CPU time per "
 	       "pair (%.2f ns wall-clock)\n",
 	       pairs, size, cpu * 1e9 / (double)pairs, secs * 1e9 / (double)pairs);
@@ -98,7 +72,8 @@ int main(int argc, char **argv)
 			target = &pairs;
 		else if (!strcmp(argv[i], "--size"))
 			target = &size;
-		if (!target || i + 1 >= argc || !parse_ulong(argv[i + 1], target)) {
+		if (!target || i + 1 >= argc ||
+		    !bench_parse_ulong(argv[i + 1], 1, ULONG_MAX, target)) {
 			fprintf(stderr, "pair: bad option '%s' (try --help)\n", argv[i]);
 			return 2;
 		}

@@ -1,8 +1,10 @@
 #!/bin/sh
 # bench/run.sh - the `make bench` driver.
 #
-# Runs every benchmark the project sets a target for, in one run, and prints
-# side-by-side tables of medians with each figure beside its target:
+# Runs every benchmark the project sets a target for, in one run, and writes
+# each run's figures to a results file; bench/report.py prints from it, after
+# each section, side-by-side tables of medians with each figure beside its
+# target:
 #   1. the decode loop (bench/decode) under glibc, jemalloc (stock and with
 #      the PyTorch guides' tuning), tcmalloc, mimalloc, both shims and the
 #      preallocated floor, with workers allocating and with the main thread
@@ -24,13 +26,20 @@
 # rounds is reported (the best round for the nanosecond microbenchmarks):
 # the machine is shared and noisy.
 #
+# The results file stays (bench/results/DATE-TIME.txt in the build directory,
+# named at the end), so `bench/report.py FILE` prints a run's tables again;
+# its format is described there.
+#
 # Environment: SCRATCH_TOP_BUILDDIR (set by make), BENCH_PROGRAMS, VALGRIND,
 # PKG_CONFIG (from configure); BENCH_ROUNDS (default 3), BENCH_TOKENS
 # (default 32), BENCH_VARY_TOKENS (default 32) and BENCH_CHURN_STEPS
-# (default 2000) to trade time for precision; BENCH_ONLY to run some tables.
+# (default 2000) to trade time for precision; BENCH_ONLY to run some tables;
+# BENCH_RESULTS to name the results file; PYTHON (default python3) to run
+# bench/report.py.
 set -u
 
 top=${SCRATCH_TOP_BUILDDIR:?run me through make bench}
+src=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${BENCH_ROUNDS:-3}
 tokens=${BENCH_TOKENS:-32}
 layers=4
@@ -41,6 +50,7 @@ mrounds=$((rounds * 5))      # small allocations: a ratio of 10 ns figures needs
 orounds=$((rounds * 8))      # stats on versus off: an even number, in pairs of rounds;
                              # a whole run varies by about 4% (warm-up), the target is 2%
 pair_size=262144
+cg_n=50000                   # callgrind: instructions of 2N steps less those of N
 dargs="--tokens $tokens --layers $layers --warmup $warmup"
 # The varying-size loop: its steady state is the second half of the run
 # (late tokens: a size-class allocator keeps meeting new sizes for a while).
@@ -69,9 +79,16 @@ RUN=$(mktemp -d /dev/shm/scratch-bench.XXXXXX 2>/dev/null) || RUN=$T/run
 trap 'rm -rf "$T" "$RUN"' EXIT
 trap 'exit 130' INT TERM
 [ -d "$RUN" ] || mkdir -m 700 "$RUN" || exit 1
-RES=$T/results
-: >"$RES"
 start=$(date +%s)
+python=${PYTHON:-python3}
+reporter=$(dirname "$0")/report.py
+if ! command -v "$python" >/dev/null 2>&1; then
+	echo "bench: $python not found: bench/report.py prints the tables (set PYTHON)" >&2
+	exit 1
+fi
+RES=${BENCH_RESULTS:-$top/bench/results/$(date +%Y%m%d-%H%M%S).txt}
+mkdir -p "$(dirname "$RES")" || exit 1
+: >"$RES" || exit 1
 
 # find_lib SONAME: the path of an installed shared library, or nothing.
 find_lib() {
@@ -94,9 +111,13 @@ tc=$(find_lib libtcmalloc_minimal.so.4)
 mi=$(find_lib libmimalloc.so.2)
 shim_glibc=$top/preload/.libs/libscratch-preload.so
 shim_je=$top/preload/.libs/libscratch-preload-jemalloc.so
+shim_tc=$top/preload/.libs/libscratch-preload-tcmalloc.so
+shim_mi=$top/preload/.libs/libscratch-preload-mimalloc.so
 forward=$top/bench/.libs/libforward.so
 forward_je=$top/bench/.libs/libforward-jemalloc.so
-scratchstat=$top/stats/scratchstat
+forward_tc=$top/bench/.libs/libforward-tcmalloc.so
+forward_mi=$top/bench/.libs/libforward-mimalloc.so
+scratchstat=$top/stats/scratchstat/scratchstat
 
 # cfg_env CFG: the environment assignments of one configuration.
 cfg_env() {
@@ -112,8 +133,12 @@ cfg_env() {
 		;;
 	shim-glibc-thp) echo "LD_PRELOAD=$shim_glibc SCRATCH_RUNTIME_DIR=$RUN SCRATCH_CONF=thp:true" ;;
 	shim-jemalloc) echo "LD_PRELOAD=$shim_je SCRATCH_RUNTIME_DIR=$RUN" ;;
+	shim-tcmalloc) echo "LD_PRELOAD=$shim_tc SCRATCH_RUNTIME_DIR=$RUN" ;;
+	shim-mimalloc) echo "LD_PRELOAD=$shim_mi SCRATCH_RUNTIME_DIR=$RUN" ;;
 	forward) echo "LD_PRELOAD=$forward" ;;
 	forward-jemalloc) echo "LD_PRELOAD=$forward_je:$je" ;;
+	forward-tcmalloc) echo "LD_PRELOAD=$forward_tc:$tc" ;;
+	forward-mimalloc) echo "LD_PRELOAD=$forward_mi:$mi" ;;
 	shim-glibc-audit) echo "SCRATCH_RUNTIME_DIR=$RUN" ;; # the audit preloads the shim
 	esac
 }
@@ -136,9 +161,17 @@ cfg_missing() {
 		;;
 	shim-glibc*) [ -e "$shim_glibc" ] || echo "not built" ;;
 	shim-jemalloc) [ -e "$shim_je" ] || echo "not built" ;;
+	shim-tcmalloc) [ -e "$shim_tc" ] || echo "not built (no tcmalloc development files)" ;;
+	shim-mimalloc) [ -e "$shim_mi" ] || echo "not built (no mimalloc development files)" ;;
 	forward) [ -e "$forward" ] || echo "not built" ;;
 	forward-jemalloc)
 		if [ -z "$je" ]; then echo "jemalloc not installed"; elif [ ! -e "$forward_je" ]; then echo "not built"; fi
+		;;
+	forward-tcmalloc)
+		if [ -z "$tc" ]; then echo "tcmalloc not installed"; elif [ ! -e "$forward_tc" ]; then echo "not built"; fi
+		;;
+	forward-mimalloc)
+		if [ -z "$mi" ]; then echo "mimalloc not installed"; elif [ ! -e "$forward_mi" ]; then echo "not built"; fi
 		;;
 	esac
 }
@@ -157,8 +190,10 @@ run() {
 	fi
 	# shellcheck disable=SC2046 # the assignments are meant to split
 	# shellcheck disable=SC2046 # and so is the wrapper
+	exe=$top/bench/$prog
+	[ -x "$exe" ] || exe=$src/bench/$prog # a script (bench/engine)
 	if out=$(env -u LD_PRELOAD -u MALLOC_CONF -u SCRATCH_CONF $(cfg_env "$cfg") \
-		$(cfg_wrap "$cfg") "$top/bench/$prog" "$@" 2>"$T/err"); then
+		$(cfg_wrap "$cfg") "$exe" "$@" 2>"$T/err"); then
 		echo "$out" | awk -v t="$table" -v c="$cfg" -v tag="$prog" '
 			$1 == tag { for (i = 2; i <= NF; i++) { k = $i; sub(/=.*/, "", k)
 				v = $i; sub(/^[^=]*=/, "", v); print t, c, k, v } }' >>"$RES"
@@ -171,427 +206,37 @@ progress() {
 	printf '%s\n' "bench: $*" >&2
 }
 
-# The report: one awk program holding the median and table helpers, then
-# the table named by its first argument.
+# report SECTION: print SECTION's caption and tables from the results so far.
 report() {
-	awk -v which="$1" -v arg="${2:-}" '
-	function median(t, c, k,    n, i, j, x, a, s) {
-		n = split(vals[t, c, k], a, " ")
-		if (n == 0 || vals[t, c, k] == "")
-			return ""
-		for (i = 2; i <= n; i++) {
-			x = a[i] + 0
-			for (j = i - 1; j >= 1 && a[j] + 0 > x; j--)
-				a[j + 1] = a[j]
-			a[j + 1] = x
-		}
-		if (n % 2)
-			return a[(n + 1) / 2] + 0
-		return (a[n / 2] + a[n / 2 + 1]) / 2
-	}
-	# best(t, c, k): the smallest figure over the rounds. For the
-	# nanosecond microbenchmarks: noise (other processes, a stolen vCPU) only
-	# ever adds time, so the best round is the closest to the real cost.
-	function best(t, c, k,    n, a, i, m) {
-		n = split(vals[t, c, k], a, " ")
-		if (n == 0)
-			return ""
-		m = a[1] + 0
-		for (i = 2; i <= n; i++)
-			if (a[i] + 0 < m)
-				m = a[i] + 0
-		return m
-	}
-	# rmedian(t, c1, c2, k): the median over rounds of the figure of c1 divided by
-	# that of c2 in the same round. Runs of one round are close in time, so
-	# their ratio drifts less with the load of the machine than a ratio of medians.
-	function rmedian(t, c1, c2, k,    n1, n2, a1, a2, i, r) {
-		n1 = split(vals[t, c1, k], a1, " ")
-		n2 = split(vals[t, c2, k], a2, " ")
-		if (n1 > n2)
-			n1 = n2
-		if (n1 == 0)
-			return ""
-		r = ""
-		for (i = 1; i <= n1; i++)
-			r = r (i > 1 ? " " : "") a1[i] / a2[i]
-		vals[t, c1 "/" c2, k] = r
-		return median(t, c1 "/" c2, k)
-	}
-	# rpaired(t, c1, c2, k): rmedian for rounds run in alternating order
-	# (c1 first in odd rounds, c2 first in even ones). Each pair of rounds
-	# gives one ratio, the geometric mean of its two, so the advantage the
-	# second run of a round has on this machine cancels within the pair;
-	# the median is over the pairs.
-	function rpaired(t, c1, c2, k,    n1, n2, a1, a2, i, r) {
-		n1 = split(vals[t, c1, k], a1, " ")
-		n2 = split(vals[t, c2, k], a2, " ")
-		if (n1 > n2)
-			n1 = n2
-		if (n1 < 2)
-			return ""
-		r = ""
-		for (i = 1; i + 1 <= n1; i += 2)
-			r = r (i > 1 ? " " : "") sqrt((a1[i] / a2[i]) * (a1[i + 1] / a2[i + 1]))
-		vals[t, c1 "//" c2, k] = r
-		return median(t, c1 "//" c2, k)
-	}
-	function verdict(ok) {
-		return ok ? "ok" : "MISS"
-	}
-	# unmeasured(t, c, name): true when c has no figure in table t, after
-	# printing why on its row (nothing when it never ran).
-	function unmeasured(t, c, name,    st) {
-		if ((st = status(t, c)) == "no result")
-			return 1
-		if (st != "")
-			printf "  %-17s %s\n", name, st
-		return st != ""
-	}
-	# status(t, c): "" when measured, else why there is no figure.
-	function status(t, c) {
-		if ((t, c) in why)
-			return why[t, c]
-		if (!((t, c, "seen") in vals))
-			return "no result"
-		return ""
-	}
-	{
-		if ($3 == "missing" || $3 == "failed") {
-			s = $3 == "missing" ? "" : "failed: "
-			for (i = 4; i <= NF; i++)
-				s = s (i > 4 ? " " : "") $i
-			why[$1, $2] = s
-			next
-		}
-		vals[$1, $2, $3] = ((($1, $2, $3) in vals) ? vals[$1, $2, $3] " " : "") $4
-		vals[$1, $2, "seen"] = 1
-	}
-	# best_peer(t, k): of the comparison allocators measured in table t,
-	# the one with the highest median k.
-	function best_peer(t, k,    n, i, p, b, m, v) {
-		n = split("glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc", p, " ")
-		b = ""
-		for (i = 1; i <= n; i++) {
-			if (status(t, p[i]) != "")
-				continue
-			v = median(t, p[i], k)
-			if (b == "" || v > m) {
-				b = p[i]
-				m = v
-			}
-		}
-		return b
-	}
-	# cname(c): the name of configuration c in the tables.
-	function cname(c,    n, i, a, b) {
-		n = split("floor glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc shim-glibc shim-jemalloc shim-glibc-thp", a, " ")
-		split("floor (prealloc)|glibc|jemalloc|jemalloc tuned|jemalloc tuned -1|tcmalloc|mimalloc|shim on glibc|shim on jemalloc|shim, thp:true", b, "|")
-		for (i = 1; i <= n; i++)
-			if (a[i] == c)
-				return b[i]
-		return c
-	}
-	function xfmt(x) {
-		return x == "" ? "-" : sprintf("%.2fx", x)
-	}
-	function mark(on, ok) {
-		return on ? verdict(ok) : ""
-	}
-	# decode_table(t): one row per configuration measured in table t (rows
-	# with no result at all are left out), each figure beside its target on
-	# the shim rows; then what part of each whole-run gap is first touch.
-	function decode_table(t,    cfgs, n, i, c, f, fl, frss, bw, bs, shim, xf, xb, xs, xsb, xc, fs, rss, t1, ex, hot) {
-		n = split("floor glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc shim-glibc shim-jemalloc shim-glibc-thp", cfgs, " ")
-		fl = status(t, "floor") == ""
-		frss = fl ? median(t, "floor", "peak_rss_kib") : ""
-		bw = best_peer(t, "tokens_per_s")
-		bs = best_peer(t, "steady_tokens_per_s")
-		f = "  %-17s %8s %7s %7s %-4s %7s %-4s %7s %7s %9s %-4s %7s %8s %-4s %6s %7s %6s\n"
-		printf f, "", "whole", "whole", "whole", "", "steady", "", "steady", "steady", "faults/", "", "peak", "peak", "", "token", "warm-up", "hot"
-		printf f, "", "run", "run", "run x", "", "x floor", "", "x best", "by CPU", "token", "", "RSS", "RSS x", "", "0", "excess", "set"
-		printf f, "allocator", "tokens/s", "x floor", "best", "", "", "", "peer", "x floor", "steady", "", "MiB", "floor", "", "ms", "ms", "MiB"
-		printf f, "", "", "", "(>1)", "", "(>=.97)", "", "", "", "(0)", "", "", "(<=1.25)", "", "", "", ""
-		for (i = 1; i <= n; i++) {
-			c = cfgs[i]
-			if (unmeasured(t, c, cname(c)))
-				continue
-			shim = c ~ /^shim/
-			xf = fl ? rmedian(t, c, "floor", "tokens_per_s") : ""
-			xs = fl ? rmedian(t, c, "floor", "steady_tokens_per_s") : ""
-			xb = bw != "" ? rmedian(t, c, bw, "tokens_per_s") : ""
-			xsb = bs != "" ? rmedian(t, c, bs, "steady_tokens_per_s") : ""
-			xc = fl ? rmedian(t, "floor", c, "steady_cpu_ms_per_token") : ""
-			fs = median(t, c, "steady_faults_per_token")
-			rss = median(t, c, "peak_rss_kib")
-			t1 = median(t, c, "first_token_ms")
-			ex = median(t, c, "warmup_excess_ms")
-			hot = median(t, c, "steady_hot_mib")
-			printf f, cname(c), sprintf("%.2f", median(t, c, "tokens_per_s")), xfmt(xf),
-				xfmt(xb), mark(shim && xb != "", xb > 1), xfmt(xs), mark(shim && xs != "", xs >= 0.97),
-				xfmt(xsb), xfmt(xc), sprintf("%.2f", fs), mark(shim, fs < 0.05), sprintf("%.1f", rss / 1024),
-				frss == "" ? "-" : xfmt(rss / frss), mark(shim && frss != "", rss <= 1.25 * frss),
-				t1 == "" ? "-" : sprintf("%.0f", t1), ex == "" ? "-" : sprintf("%.0f", ex),
-				hot == "" ? "-" : sprintf("%.0f", hot)
-		}
-		printf "  best peer: %s over the whole run, %s in the steady state.\n",
-			bw == "" ? "none measured" : cname(bw), bs == "" ? "none measured" : cname(bs)
-		first_touch(t, bw)
-	}
-	# first_touch(t, bw): the whole-run gap of each shim (and of the best
-	# peer bw) to the floor, split into the warm-up excess (what the warm-up
-	# tokens took beyond the steady rate of the same run, less the same for
-	# the floor: first touch and growth) and the rest (the steady-state
-	# speed), beside the pre-fault the floor did before its timer.
-	function first_touch(t, bw,    n, i, c, cfgs, tf, pf, ef, tc, gap, ex) {
-		if (status(t, "floor") != "")
-			return
-		tf = median(t, "floor", "seconds") * 1000
-		pf = median(t, "floor", "prefault_ms")
-		ef = median(t, "floor", "warmup_excess_ms")
-		printf "  First touch: the floor pre-faulted its buffers in %.0f ms before its timer, against a whole\n", pf
-		printf "  run of %.0f ms; paid inside the timer, that would have put it at %.2fx its figure. The\n", tf, tf / (tf + pf)
-		printf "  whole-run gap to the floor (medians of the runs) and its parts; the floor spent %.0f ms of\n",
-			median(t, "floor", "sys_ms")
-		printf "  kernel CPU time in its whole run (%.0f faults in its warm-up). Kernel time here is page\n",
-			median(t, "floor", "warmup_faults")
-		printf "  faults, first touch; a run that still faults in its steady state pays that in the steady part:\n"
-		n = split("shim-glibc shim-jemalloc shim-glibc-thp " bw, cfgs, " ")
-		for (i = 1; i <= n; i++) {
-			c = cfgs[i]
-			if (status(t, c) != "")
-				continue
-			tc = median(t, c, "seconds") * 1000
-			gap = tc - tf
-			ex = median(t, c, "warmup_excess_ms") - ef
-			printf "    %-26s %6.0f ms %+6.0f ms: warm-up excess %+6.0f ms, steady state %+6.0f ms;\n",
-				c == bw ? cname(c) " (best peer)" : cname(c), tc, gap, ex, gap - ex
-			printf "    %-26s kernel CPU time (all threads) %.0f ms in the warm-up (%.0f faults), %.0f ms in all;\n", "",
-				median(t, c, "warmup_sys_ms"), median(t, c, "warmup_faults"), median(t, c, "sys_ms")
-			printf "    %-26s against the floor with its pre-fault counted: %.2fx\n", "", (tf + pf) / tc
-		}
-	}
-	# churn_table(t): each shim against its backend alone on bench/churn.
-	function churn_table(t,    n, i, c, b, cfgs, names, bs, f, sp, x, rss, xr, live) {
-		n = split("glibc shim-glibc shim-glibc-thp jemalloc shim-jemalloc tcmalloc", cfgs, " ")
-		split("glibc alone|shim on glibc|shim, thp:true|jemalloc alone|shim on jemalloc|tcmalloc", names, "|")
-		split("- glibc glibc - jemalloc -", bs, " ")
-		f = "  %-17s %9s %9s %-4s %10s %9s %9s %-4s %9s %8s\n"
-		printf f, "", "steps/s", "speed x", "", "faults/", "peak RSS", "RSS x", "", "live set", "RSS x"
-		printf f, "allocator", "", "backend", "", "step", "MiB", "backend", "", "peak MiB", "live"
-		printf f, "", "", "(>=1.00)", "", "", "", "(<=1.10)", "", "", ""
-		for (i = 1; i <= n; i++) {
-			c = cfgs[i]
-			b = bs[i]
-			if (unmeasured(t, c, names[i]))
-				continue
-			sp = median(t, c, "steps_per_s")
-			rss = median(t, c, "peak_rss_kib")
-			live = median(t, c, "live_peak_kib")
-			x = xr = ""
-			if (b != "-" && status(t, b) == "") {
-				x = rmedian(t, c, b, "steps_per_s")
-				xr = rmedian(t, c, b, "peak_rss_kib")
-			}
-			printf f, names[i], sprintf("%.0f", sp), xfmt(x), mark(x != "", x >= 1),
-				sprintf("%.1f", median(t, c, "faults_per_step")), sprintf("%.1f", rss / 1024),
-				xfmt(xr), mark(xr != "", xr <= 1.1), sprintf("%.1f", live / 1024), xfmt(rss / live)
-		}
-	}
-	# grow_table(t): a buffer grown by realloc, each shim against its backend.
-	function spawn_table(t,    n, i, c, b, cfgs, names, bs, f, x, y) {
-		n = split("glibc shim-glibc jemalloc shim-jemalloc tcmalloc mimalloc", cfgs, " ")
-		split("glibc alone|shim on glibc|jemalloc alone|shim on jemalloc|tcmalloc|mimalloc", names, "|")
-		split("- glibc - jemalloc - -", bs, " ")
-		f = "  %-17s %10s %10s %12s %10s\n"
-		printf f, "", "fork", "fork x", "fork+exec", "fork+exec"
-		printf f, "allocator", "us", "backend", "us", "x backend"
-		for (i = 1; i <= n; i++) {
-			c = cfgs[i]
-			b = bs[i]
-			if (unmeasured(t, c, names[i]))
-				continue
-			x = y = ""
-			if (b != "-" && status(t, b) == "") {
-				x = rmedian(t, c, b, "fork_us")
-				y = rmedian(t, c, b, "exec_us")
-			}
-			printf f, names[i], sprintf("%.0f", median(t, c, "fork_us")),
-				x == "" ? "" : sprintf("%.2fx", x), sprintf("%.0f", median(t, c, "exec_us")),
-				y == "" ? "" : sprintf("%.2fx", y)
-		}
-	}
-	function grow_table(t,    n, i, c, b, cfgs, names, bs, f, us, x) {
-		n = split("glibc shim-glibc jemalloc shim-jemalloc tcmalloc mimalloc", cfgs, " ")
-		split("glibc alone|shim on glibc|jemalloc alone|shim on jemalloc|tcmalloc|mimalloc", names, "|")
-		split("- glibc - jemalloc - -", bs, " ")
-		f = "  %-17s %12s %12s %10s %10s %9s\n"
-		printf f, "", "us per", "realloc x", "faults/", "whole run", "peak RSS"
-		printf f, "allocator", "realloc", "backend", "realloc", "s", "MiB"
-		for (i = 1; i <= n; i++) {
-			c = cfgs[i]
-			b = bs[i]
-			if (unmeasured(t, c, names[i]))
-				continue
-			us = median(t, c, "us_per_realloc")
-			x = ""
-			if (b != "-" && status(t, b) == "")
-				x = rmedian(t, c, b, "us_per_realloc")
-			printf f, names[i], sprintf("%.1f", us), x == "" ? "" : sprintf("%.3fx", x),
-				sprintf("%.1f", median(t, c, "faults_per_realloc")),
-				sprintf("%.3f", median(t, c, "seconds")),
-				sprintf("%.1f", median(t, c, "peak_rss_kib") / 1024)
-		}
-	}
-	# quartile(t, c, k, q): the q-th quartile (1 or 3) of the figures.
-	function quartile(t, c, k, q,    n, i, j, x, a) {
-		n = split(vals[t, c, k], a, " ")
-		if (n == 0)
-			return ""
-		for (i = 2; i <= n; i++) {
-			x = a[i] + 0
-			for (j = i - 1; j >= 1 && a[j] + 0 > x; j--)
-				a[j + 1] = a[j]
-			a[j + 1] = x
-		}
-		return a[int((n - 1) * q / 4) + 1] + 0
-	}
-	function stats_table(t,    on, off, x, c, y, xl, xh, yl, yh, io, ix, pair) {
-		if ((st = status(t, "shim-glibc")) != "" || (st = status(t, "shim-glibc-nostats")) != "") {
-			printf "  shim on glibc: %s\n", st
-			return
-		}
-		pair = "shim-glibc//shim-glibc-nostats"
-		on = median(t, "shim-glibc", "tokens_per_s")
-		off = median(t, "shim-glibc-nostats", "tokens_per_s")
-		x = rpaired(t, "shim-glibc", "shim-glibc-nostats", "tokens_per_s")
-		xl = quartile(t, pair, "tokens_per_s", 1)
-		xh = quartile(t, pair, "tokens_per_s", 3)
-		c = median(t, "shim-glibc", "steady_cpu_ms_per_token")
-		y = rpaired(t, "shim-glibc", "shim-glibc-nostats", "steady_cpu_ms_per_token")
-		yl = quartile(t, pair, "steady_cpu_ms_per_token", 1)
-		yh = quartile(t, pair, "steady_cpu_ms_per_token", 3)
-		printf "  %-46s %10s %14s %12s\n", "shim on glibc, decode loop", "tokens/s", "CPU ms/token", "page faults"
-		printf "  %-46s %10s %14s %12s\n", "", "whole run", "steady state", "a run"
-		printf "  %-46s %10.2f %14.2f %12.0f\n", "stats and trace off (stats:false,trace:false)", off,
-			median(t, "shim-glibc-nostats", "steady_cpu_ms_per_token"), median(t, "shim-glibc-nostats", "faults")
-		printf "  %-46s %10.2f %14.2f %12.0f\n", "stats and trace on (the default)", on, c, median(t, "shim-glibc", "faults")
-		printf "  %-46s %9.2f%% %13.2f%%   target <= 2%%: %s (tokens/s), %s (CPU)\n", "overhead", (1 - x) * 100, (y - 1) * 100, verdict(1 - x <= 0.02), verdict(y - 1 <= 0.02)
-		if (xl != "" && yl != "")
-			printf "  %-46s %10s %14s\n", "  interquartile range over the pairs",
-				sprintf("%.1f..%.1f%%", (1 - xh) * 100, (1 - xl) * 100), sprintf("%.1f..%.1f%%", (yl - 1) * 100, (yh - 1) * 100)
-		io = median(t, "shim-glibc", "ir_total")
-		ix = median(t, "shim-glibc-nostats", "ir_total")
-		if (io != "" && ix != "")
-			printf "  %-46s %+.3f%% (%.0f against %.0f)\n", "instructions, on against off (callgrind)", (io / ix - 1) * 100, io, ix
-		else if ((st = status(t, "shim-glibc-cg")) != "" || (st = status(t, "shim-glibc-nostats-cg")) != "")
-			printf "  %-46s %s\n", "instructions (callgrind)", st
-	}
-	# audit_table(t): the decode loop under the shim, alone and under
-	# scratchstat audit (launch mode: first-toucher sampling armed before
-	# the exec, placement read while it runs), medians of paired rounds.
-	function audit_table(t,    x, y) {
-		if ((st = status(t, "shim-glibc")) != "" || (st = status(t, "shim-glibc-audit")) != "") {
-			printf "  audit: %s\n", st
-			return
-		}
-		x = rpaired(t, "shim-glibc-audit", "shim-glibc", "tokens_per_s")
-		y = rpaired(t, "shim-glibc-audit", "shim-glibc", "steady_cpu_ms_per_token")
-		printf "  %-46s %10s %14s %12s\n", "shim on glibc, decode loop", "tokens/s", "CPU ms/token", "page faults"
-		printf "  %-46s %10s %14s %12s\n", "", "whole run", "steady state", "a run"
-		printf "  %-46s %10.2f %14.2f %12.0f\n", "alone", median(t, "shim-glibc", "tokens_per_s"),
-			median(t, "shim-glibc", "steady_cpu_ms_per_token"), median(t, "shim-glibc", "faults")
-		printf "  %-46s %10.2f %14.2f %12.0f\n", "under scratchstat audit -- (sampling armed)",
-			median(t, "shim-glibc-audit", "tokens_per_s"),
-			median(t, "shim-glibc-audit", "steady_cpu_ms_per_token"), median(t, "shim-glibc-audit", "faults")
-		printf "  %-46s %9.2f%% %13.2f%%\n", "cost of the audit", (1 - x) * 100, (y - 1) * 100
-	}
-	# small_table(t): per backend, the pair alone, under the bare forwarder
-	# and under the shim, in CPU time and in instructions; the budget
-	# (DESIGN.md) is on instructions: the count of the forwarder plus 2 (glibc)
-	# or 12 (jemalloc).
-	function small_table(t,    i, names, bs, fs, ss, budget, f, a, x, y, rx, ry, ia, ix, iy, c) {
-		f = "  %-9s %8s %8s %8s %9s %9s  %8s %8s %8s %10s %-14s\n"
-		printf f, "", "alone", "forward", "shim", "forward", "shim", "alone", "forward", "shim", "shim -", ""
-		printf f, "backend", "CPU ns", "CPU ns", "CPU ns", "x alone", "x alone", "instr", "instr", "instr", "forward", "target"
-		printf f, "", "(best)", "(best)", "(best)", "(CPU)", "(CPU)", "", "", "", "(instr)", "(instr)"
-		split("glibc|jemalloc", names, "|")
-		split("glibc jemalloc", bs, " ")
-		split("forward forward-jemalloc", fs, " ")
-		split("shim-glibc shim-jemalloc", ss, " ")
-		split("2 12", budget, " ")
-		for (i = 1; i <= 2; i++) {
-			if ((st = status(t, bs[i])) != "") {
-				printf "  %-9s %s\n", names[i], st
-				continue
-			}
-			for (c = 2; c <= 3; c++)
-				if ((st = status(t, c == 2 ? fs[i] : ss[i])) != "")
-					printf "  %-9s %s: %s\n", names[i], c == 2 ? "forwarder" : "shim", st
-			a = best(t, bs[i], "cpu_ns_per_pair")
-			x = status(t, fs[i]) == "" ? best(t, fs[i], "cpu_ns_per_pair") : ""
-			y = status(t, ss[i]) == "" ? best(t, ss[i], "cpu_ns_per_pair") : ""
-			rx = x == "" ? "" : rmedian(t, fs[i], bs[i], "cpu_ns_per_pair")
-			ry = y == "" ? "" : rmedian(t, ss[i], bs[i], "cpu_ns_per_pair")
-			ia = median(t, bs[i], "ir_per_pair")
-			ix = x == "" ? "" : median(t, fs[i], "ir_per_pair")
-			iy = y == "" ? "" : median(t, ss[i], "ir_per_pair")
-			printf f, names[i], sprintf("%.2f", a), x == "" ? "-" : sprintf("%.2f", x),
-				y == "" ? "-" : sprintf("%.2f", y), rx == "" ? "-" : sprintf("%+.1f%%", (rx - 1) * 100),
-				ry == "" ? "-" : sprintf("%+.1f%%", (ry - 1) * 100),
-				ia == "" ? "-" : sprintf("%.1f", ia), ix == "" ? "-" : sprintf("%.1f", ix),
-				iy == "" ? "-" : sprintf("%.1f", iy), ix == "" || iy == "" ? "-" : sprintf("%+.1f", iy - ix),
-				ix == "" || iy == "" ? "" : sprintf("<= +%d: %s", budget[i], verdict(iy - ix <= budget[i] + 0.05))
-		}
-	}
-	function pair_table(t,    n, i, c, cfgs, names, ns, ir, shim) {
-		n = split("shim-glibc shim-jemalloc glibc jemalloc", cfgs, " ")
-		split("shim on glibc|shim on jemalloc|glibc alone|jemalloc alone", names, "|")
-		printf "  %-18s %12s  %-14s %18s  %-14s %14s\n", "", "CPU ns/pair", "target", "instructions/pair", "target", "instructions/"
-		printf "  %-18s %12s  %-14s %18s  %-14s %14s\n", "allocator", "(best)", "", "in malloc+free", "", "loop iteration"
-		for (i = 1; i <= n; i++) {
-			c = cfgs[i]
-			shim = c ~ /^shim/
-			if ((st = status(t, c)) != "") {
-				printf "  %-18s %s\n", names[i], st
-				continue
-			}
-			ns = best(t, c, "cpu_ns_per_pair")
-			printf "  %-18s %12.2f  %-14s", names[i], ns, shim ? "<= 25: " verdict(ns <= 25) : "(reference)"
-			ir = median(t, c, "ir_per_pair")
-			if (ir == "")
-				printf " %18s\n", status(t, c "-cg") != "" ? status(t, c "-cg") : "-"
-			else
-				printf " %18.1f  %-14s %14.1f\n", ir, shim ? "<= 100: " verdict(ir <= 100) : "(reference)", median(t, c, "ir_per_iter")
-		}
-	}
-	END {
-		if (which == "decode")
-			decode_table(arg)
-		else if (which == "churn")
-			churn_table("churn")
-		else if (which == "grow")
-			grow_table("grow")
-		else if (which == "spawn")
-			spawn_table("spawn")
-		else if (which == "stats")
-			stats_table("stats")
-		else if (which == "audit")
-			audit_table("audit")
-		else if (which == "small")
-			small_table("small")
-		else if (which == "pair")
-			pair_table("pair")
-	}' "$RES"
+	"$python" "$reporter" --section "$1" "$RES"
 }
 
-cat <<EOF
-scratch benchmarks: $(nproc) CPUs, transparent huge pages: $(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo unknown), $(uname -sr)
-Every figure is measured in this run, over interleaved rounds (medians, or the best round for
-the nanosecond microbenchmarks), each beside its target.
-Comparison allocators: jemalloc ${je:-not installed}, tcmalloc ${tc:-not installed}, mimalloc ${mi:-not installed}.
-
+# The run's settings, for the captions (and the record).
+cat >>"$RES" <<EOF
+# make bench, $(date -u +%Y-%m-%dT%H:%M:%SZ); bench/report.py THIS-FILE prints its tables
+set cpus $(nproc)
+set thp $(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo unknown)
+set kernel $(uname -sr)
+set jemalloc $je
+set tcmalloc $tc
+set mimalloc $mi
+set rounds $rounds
+set frounds $frounds
+set srounds $srounds
+set mrounds $mrounds
+set orounds $orounds
+set tokens $tokens
+set layers $layers
+set warmup $warmup
+set vtokens $vtokens
+set vlayers $vlayers
+set vwarmup $vwarmup
+set churn_steps $churn_steps
+set pair_size $pair_size
+set cg_n $cg_n
+set tuned $tuned
 EOF
+report header
 
 # --- 1. decode loop ----------------------------------------------------------
 # shuffle SEED WORDS...: the words in an order that depends on SEED.
@@ -645,81 +290,16 @@ decode_rounds() {
 	done
 }
 
-# decode_legend: the columns and targets of the decode tables (1 and 1v).
-decode_legend() {
-	cat <<EOF
-   Whole-run tokens/s covers every token, warm-up included; steady tokens/s and faults/token
-   (minflt+majflt) the tokens after the warm-up. Ratios are medians of per-round ratios, to the
-   floor and to the best peer (of glibc, jemalloc, both tuned jemallocs, tcmalloc and mimalloc,
-   the one with the best median, named under the table). Peak RSS is VmHWM. Token 0 ms is the
-   first token alone; warm-up excess is what the warm-up tokens took beyond the run's own
-   steady rate: first touch and growth. Steady by CPU: the floor's CPU time per steady token
-   over the run's (above 1: less work per token than the floor), which other load on the
-   machine disturbs less than tokens/s. Hot set: the distinct bytes a steady token's buffers
-   spanned (the union of the address ranges written, all threads): what the caches must hold.
-   An allocator that hands one thread's request the memory another thread just freed (a
-   shared heap: tcmalloc's logits buffer takes the pages of the workers' temporaries) has a
-   smaller one than per-thread pools, which keep each thread's pages apart; where the hot set
-   outgrows the last-level cache, writes slow down. The floor allocates every buffer at its
-   largest size and pre-faults it before its timer; each use writes the same bytes as in the
-   other runs.
-   Targets (shim rows): whole run ahead of every peer (> 1x the best), steady state >= 0.97x
-   the floor, 0 faults per token in steady state, peak RSS <= 1.25x the floor's.
-   jemalloc tuned: MALLOC_CONF=$tuned
-   (the Intel Extension for PyTorch tuning guide's); jemalloc tuned -1: the same with both
-   decay times -1 (never purge), as other PyTorch CPU guides give it.
-EOF
-}
-
 bench_decode() {
 decode_rounds decode "$dargs" "$frounds" "floor shim-glibc shim-jemalloc shim-glibc-thp" \
-	"glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc"
-cat <<EOF
-1. Decode loop, fixed sizes (issue 3): 2 worker threads + main, $tokens tokens x $layers layers
-   ($warmup warm-up); per layer each worker allocates temporaries of 16 KiB-16 MiB (powers of
-   4) and the main thread a 32 MiB buffer the workers write; per token a 64 MiB logits buffer.
-   Every buffer is written once per use. Medians of $frounds interleaved rounds (each in a new
-   order) for the floor and the shims, of $rounds for the other allocators. The last row (shim
-   on glibc with SCRATCH_CONF=thp:true: huge pages for blocks of 2 MiB and more) shows what
-   transparent huge pages cost at first touch and give back in the steady state.
-EOF
-decode_legend
-cat <<EOF
-
- a) workers allocate their own temporaries:
-EOF
-report decode decode-default
-cat <<EOF
-
- b) the main thread allocates every buffer, the workers write them (--main-alloc):
-EOF
-report decode decode-main-alloc
+	"glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc shim-tcmalloc shim-mimalloc"
+report decode
 }
 
 bench_vary() {
 decode_rounds vary "$vargs" "$rounds" "floor shim-glibc shim-jemalloc shim-glibc-thp" \
-	"glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc"
-cat <<EOF
-
-1v. Decode loop, sizes that vary (issue 12, --vary): 2 worker threads + main, $vtokens tokens x
-   $vlayers layers, the first $vwarmup of them the warm-up (the steady state is the late tokens).
-   Per token and layer each worker's 2 temporaries are 8-64 MiB, drawn at 1 MiB steps from a
-   seeded PRNG (the same sequence under every allocator); the main thread allocates the
-   attention scores, (64 + token) rows of 256 KiB (16 MiB growing by one row a token), which
-   the workers write; per token a 64 MiB logits buffer. Medians of $rounds interleaved rounds,
-   each in a new order; the last row is the shim on glibc with SCRATCH_CONF=thp:true.
-EOF
-decode_legend
-cat <<EOF
-
- a) workers allocate their own temporaries:
-EOF
-report decode vary-default
-cat <<EOF
-
- b) the main thread allocates every buffer, the workers write them (--main-alloc):
-EOF
-report decode vary-main-alloc
+	"glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc shim-tcmalloc shim-mimalloc"
+report vary
 }
 
 # --- 1c. large-block churn ---------------------------------------------------
@@ -742,17 +322,6 @@ shuffled_rounds() {
 bench_churn() {
 shuffled_rounds churn "large-block churn" 200 \
 	"glibc shim-glibc shim-glibc-thp jemalloc shim-jemalloc tcmalloc" churn --steps "$churn_steps"
-cat <<EOF
-
-1c. Large-block churn (issue 12, bench/churn): one thread keeps 32 blocks of random sizes from
-   5 to 25 MiB (whole pages, from a seeded PRNG) and $churn_steps times frees a random one, mallocs
-   one of a new random size and writes each of its pages. Each shim against its backend alone
-   (tcmalloc for reference; "shim, thp:true" is the shim on glibc with huge pages):
-   steps/s and peak RSS (VmHWM), with the shims' ratios
-   as medians of per-round ratios over $rounds interleaved rounds (each in a new order); the
-   live set's own peak beside.
-   Targets (shim rows): peak RSS <= 1.10x the backend's alone, at equal or better speed.
-EOF
 report churn
 }
 
@@ -760,16 +329,6 @@ report churn
 bench_grow() {
 shuffled_rounds grow "realloc growth" 300 \
 	"glibc shim-glibc jemalloc shim-jemalloc tcmalloc mimalloc" grow
-cat <<EOF
-
-1r. A buffer grown by realloc (issue 12, bench/grow): 20 times, one buffer grows from 4 to
-   256 MiB by an eighth at a time (44 reallocs), writing the part each step adds. Microseconds
-   per realloc call (the writes left out; a shim's ratio to its backend alone as a median of
-   per-round ratios), faults per realloc (the writes' included), the whole run and peak RSS,
-   medians of $rounds interleaved rounds. Under the shim a realloc within a block's capacity
-   stays in place and one into a larger block moves the pages (mremap) instead of copying
-   them. No target: the issue leaves copy or move to measurement.
-EOF
 report grow
 }
 
@@ -777,19 +336,6 @@ report grow
 bench_spawn() {
 shuffled_rounds spawn "fork and exec" 400 \
 	"glibc shim-glibc jemalloc shim-jemalloc tcmalloc mimalloc" spawn
-cat <<EOF
-
-1s. Fork and exec (bench/spawn): a host holding a written 64 MiB buffer, with a 32 MiB one
-   freed, a second thread gone and a worker thread parked with its 32 MiB temporary freed,
-   forks 200 children that exit at once, then 200 that exec
-   /bin/true (which loads the preloaded allocator too). Microseconds per child, fork to reaping;
-   a shim's ratio to its backend alone as a median of per-round ratios over $rounds interleaved
-   rounds. No target in DESIGN.md (the host should not notice the shim). fork copies the page
-   tables of every resident page, so an allocator that keeps freed memory for reuse pays for it
-   here: glibc unmaps the 32 MiB blocks at free, the pools keep them (and the thread's 4 MiB)
-   until the decay, as jemalloc and tcmalloc keep theirs; the pools mark their idle blocks
-   MADV_WIPEONFORK for the fork. The exec child also starts the shim.
-EOF
 report spawn
 }
 
@@ -819,68 +365,31 @@ paired_rounds stats "stats on/off" shim-glibc shim-glibc-nostats
 for cfg in shim-glibc shim-glibc-nostats; do
 	callgrind_whole stats "$cfg" decode --tokens 2 --layers 2 --warmup 1
 done
-cat <<EOF
-
-2. Stats and tracing on versus off (issue 4): the decode loop (workers allocate) under the shim on
-   glibc, default SCRATCH_CONF against SCRATCH_CONF=stats:false,trace:false; medians of $orounds
-   interleaved rounds, on and off taking turns to run first. Overhead: the median over pairs of
-   rounds of the two rounds' ratios' geometric mean (the order's advantage cancels within a
-   pair), on tokens/s over the whole run (1 - on/off), and on the process's CPU time per
-   steady-state token (on/off - 1), which neither other load nor the first-touch cost of the
-   warm-up (see table 1) disturbs as much; under each, the interquartile range of the pairs'
-   ratios, the noise the median is read against. Page faults: the median of the runs (the
-   segment's own pages). Instructions: callgrind's count of a whole 2-token, 2-layer run,
-   on against off: what the stats and the trace add, without the machine's noise.
-   Target: overhead <= 2%.
-EOF
 report stats
 }
 
 # --- 2a. the locality audit's cost on its host --------------------------------
 bench_audit() {
 paired_rounds audit "audit on/off" shim-glibc shim-glibc-audit
-cat <<EOF
-
-2a. The locality audit's cost on its host (issue 14): the decode loop (workers allocate) under
-   the shim on glibc, alone and launched by scratchstat audit (first-toucher sampling armed
-   before the exec, one event per CPU; placement read while it runs); medians of $orounds
-   interleaved rounds, taking turns to run first, as in table 2. Page faults are what the
-   sampling pays for (bench/faults gives the cost per fault, among the programs' tables); a
-   steady-state token faults nothing, so the steady-state CPU figure is the audit's cost per
-   token once warm. Where perf_event_paranoid refuses sampling, the audit reads placement
-   only. (No target.)
-EOF
 report audit
 }
 
 # --- 3. small-allocation pass-through ----------------------------------------
+small_cfgs="glibc shim-glibc forward jemalloc shim-jemalloc forward-jemalloc
+	tcmalloc shim-tcmalloc forward-tcmalloc mimalloc shim-mimalloc forward-mimalloc"
 bench_small() {
 r=1
 while [ "$r" -le "$mrounds" ]; do
 	progress "small allocations, round $r of $mrounds"
 	# A new order each round, so that no configuration always runs first.
-	for cfg in $(shuffle $((r + 100)) glibc shim-glibc forward jemalloc shim-jemalloc forward-jemalloc); do
+	for cfg in $(shuffle $((r + 100)) $small_cfgs); do
 		run small "$cfg" small --threads 2 --ops 5000000
 	done
 	r=$((r + 1))
 done
-for cfg in glibc shim-glibc forward jemalloc shim-jemalloc forward-jemalloc; do
-	callgrind_diff small "$cfg" 50000 small --threads 1
+for cfg in $small_cfgs; do
+	callgrind_diff small "$cfg" $cg_n small --threads 1
 done
-cat <<EOF
-
-3. Small-allocation pass-through (issues 3, 12): 2 threads, each replacing one of 64 live
-   blocks of 16 B-1 KiB per step (5x10^6 malloc+free pairs per thread); the shim forwards
-   these to its backend. Each backend alone, under a bare forwarding interposer
-   (bench/forward.c: malloc and free forward to the backend's own with one compare and a
-   jump each, what any LD_PRELOAD malloc pays on this loop; before libjemalloc.so.2 for
-   jemalloc) and under the shim. CPU time per pair over $mrounds interleaved rounds (each in a
-   new order): the best round of each, and the median of the per-round ratios to the
-   backend alone (runs side by side in one round see the same load; other load on a shared
-   machine only ever adds time). Instructions per pair inside malloc and free (one thread,
-   callgrind, as in table 4) measure the same without the noise, and carry the target
-   (DESIGN.md): the shim at most the forwarder's count plus 2 on glibc, plus 12 on jemalloc.
-EOF
 report small
 }
 
@@ -952,50 +461,134 @@ callgrind_diff() {
 }
 
 # --- 4. pooled malloc+free hit -----------------------------------------------
+pair_cfgs="shim-glibc shim-jemalloc shim-tcmalloc shim-mimalloc glibc jemalloc"
 bench_pair() {
 r=1
 while [ "$r" -le "$srounds" ]; do
 	progress "pooled pair, round $r of $srounds"
-	for cfg in shim-glibc shim-jemalloc glibc jemalloc; do
+	for cfg in $pair_cfgs; do
 		run pair "$cfg" pair --size $pair_size --pairs 2000000
 	done
 	r=$((r + 1))
 done
 
-n=50000
-for cfg in shim-glibc shim-jemalloc glibc jemalloc; do
-	callgrind_diff pair "$cfg" $n pair --size $pair_size
+for cfg in $pair_cfgs; do
+	callgrind_diff pair "$cfg" $cg_n pair --size $pair_size
 done
-cat <<EOF
-
-4. Pooled malloc+free hit (issue 3): one thread, malloc+free of a $pair_size-byte block (scratch-
-   sized, so every pair after the first is a hit in the thread's cache). ns per pair: CPU time,
-   best of $srounds interleaved runs of 2x10^6 pairs. Instructions: callgrind's count for 2N pairs
-   minus N pairs, divided by N (N = $n): per pair inside malloc and free (the whole count less
-   that of the program's own functions, the loop), and per loop iteration (calls included).
-   Targets: <= 25 ns and <= 100 instructions per pair.
-EOF
 report pair
 }
 
 # --- 5. programs that print their own tables ---------------------------------
+# Their output goes to the results file ("out PROGRAM LINE"), and their exit
+# status ("program PROGRAM STATUS").
+# --- 6. real engines -----------------------------------------------------------
+# Engines users run, each under every allocator: eager PyTorch decoding
+# (Debian's python3-torch) at batch 1 and 4, numpy temporaries
+# (python3-numpy), and an ONNX Runtime decode loop (onnxruntime-node from
+# npm, installed into the build tree on first use, over the same decoder
+# exported by PyTorch). bench/engine runs one and prints its figures.
+engine_cfgs="glibc jemalloc jemalloc-tuned tcmalloc mimalloc
+	shim-glibc shim-jemalloc shim-tcmalloc shim-mimalloc"
+engine_py=${ENGINE_PYTHON:-/usr/bin/python3}
+ort_version=1.31.1
+ort_dir=$top/bench/engines
+engine_tokens=${BENCH_ENGINE_TOKENS:-24}
+
+# engines_ready: which engines can run here; "TABLE missing WHY" for the
+# others, and the ONNX model exported for the one that needs it.
+engines_ready() {
+	engines=
+	if "$engine_py" -c 'import torch' 2>/dev/null; then
+		engines="torch-b1 torch-b4"
+	else
+		why_torch="$engine_py has no torch (python3-torch)"
+	fi
+	if "$engine_py" -c 'import numpy' 2>/dev/null; then
+		engines="$engines numpy"
+	else
+		why_numpy="$engine_py has no numpy (python3-numpy)"
+	fi
+	why_ort=
+	if ! command -v node >/dev/null 2>&1; then
+		why_ort="node not found"
+	elif [ ! -d "$ort_dir/node_modules/onnxruntime-node" ]; then
+		if command -v npm >/dev/null 2>&1 && [ "${BENCH_NPM:-yes}" != no ]; then
+			progress "installing onnxruntime-node@$ort_version from npm into $ort_dir"
+			# --ignore-scripts: its install script fetches GPU providers
+			# (nuget.org), which the CPU build does not need.
+			mkdir -p "$ort_dir" && npm install --prefix "$ort_dir" --no-save --no-audit \
+				--no-fund --ignore-scripts "onnxruntime-node@$ort_version" >"$T/npm.log" 2>&1 ||
+				why_ort="npm install onnxruntime-node failed: $(tail -n 1 "$T/npm.log")"
+		else
+			why_ort="onnxruntime-node not installed (npm; BENCH_NPM=no)"
+		fi
+	fi
+	if [ -z "$why_ort" ] && [ -z "${why_torch:-}" ]; then
+		progress "exporting the decoder to ONNX"
+		"$engine_py" "$src/bench/engines/onnx_export.py" "$T/decoder.onnx" >"$T/export.log" 2>&1 ||
+			why_ort="the ONNX export failed: $(tail -n 1 "$T/export.log")"
+	elif [ -z "$why_ort" ]; then
+		why_ort="the model is exported by torch: ${why_torch:-}"
+	fi
+	[ -n "$why_ort" ] || engines="$engines ort-b4"
+	for cfg in $engine_cfgs; do
+		[ -z "${why_torch:-}" ] || echo "engine-torch-b1 $cfg missing $why_torch" >>"$RES"
+		[ -z "${why_torch:-}" ] || echo "engine-torch-b4 $cfg missing $why_torch" >>"$RES"
+		[ -z "${why_numpy:-}" ] || echo "engine-numpy $cfg missing $why_numpy" >>"$RES"
+		[ -z "$why_ort" ] || echo "engine-ort-b4 $cfg missing $why_ort" >>"$RES"
+	done
+}
+
+# engine_args ENGINE: bench/engine's arguments for one engine.
+engine_args() {
+	case $1 in
+	torch-b1) echo "torch 1 $engine_tokens 8" ;;
+	torch-b4) echo "torch 4 $((engine_tokens * 3 / 4)) 6" ;;
+	numpy) echo "numpy $((engine_tokens * 2 / 3)) 4" ;;
+	ort-b4) echo "ort $T/decoder.onnx 4 $((engine_tokens * 3)) 8" ;;
+	esac
+}
+
+bench_engines() {
+ENGINE_PYTHON=$engine_py
+NODE_PATH=$ort_dir/node_modules
+export ENGINE_PYTHON NODE_PATH
+engines_ready
+r=1
+while [ "$r" -le "$rounds" ]; do
+	for eng in $engines; do
+		progress "real engines, $eng, round $r of $rounds"
+		# shellcheck disable=SC2046 # the arguments split on purpose
+		for cfg in $(shuffle $((r + 500)) $engine_cfgs); do
+			run "engine-$eng" "$cfg" engine $(engine_args "$eng")
+		done
+	done
+	r=$((r + 1))
+done
+report engines
+}
+
 bench_programs() {
 for prog in ${BENCH_PROGRAMS:-}; do
 	progress "$prog"
-	echo
-	echo "== $prog (prints its own table) =="
-	"$top/$prog" || echo "$prog: failed with exit status $?"
+	"$top/$prog" >"$T/out"
+	st=$?
+	awk -v p="$prog" '{ print "out", p, $0 }' "$T/out" >>"$RES"
+	echo "program $prog $st" >>"$RES"
 done
+report programs
 }
 
 # BENCH_ONLY="small pair" runs only those tables (decode vary churn grow spawn
-# stats audit small pair programs), for quick iterations on one part.
-for section in ${BENCH_ONLY:-decode vary churn grow spawn stats audit small pair programs}; do
+# stats audit small pair engines programs), for quick iterations on one part.
+for section in ${BENCH_ONLY:-decode vary churn grow spawn stats audit small pair engines programs}; do
 	case $section in
-	decode | vary | churn | grow | spawn | stats | audit | small | pair | programs) "bench_$section" ;;
+	decode | vary | churn | grow | spawn | stats | audit | small | pair | engines | programs)
+		"bench_$section" ;;
 	*) echo "bench: BENCH_ONLY: unknown section '$section'" >&2 ;;
 	esac
 done
 
 echo
 echo "make bench: done in $(($(date +%s) - start)) s"
+echo "results: $RES ($reporter prints their tables again)"

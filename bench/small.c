@@ -15,14 +15,14 @@
  *
  * Output: a human line, then one line "small key=value ..." for scripts.
  */
-#include <errno.h>
 #include <pthread.h>
-#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "bench.h"
 
 #define MAX_THREADS 64
 #define WINDOW      64
@@ -38,12 +38,6 @@ struct runner {
 	double cpu; /* seconds of this thread's CPU time in the loop */
 	int failed;
 } __attribute__((aligned(128)));
-
-/* Tell the compiler the bytes are read, so malloc+free pairs are not elided. */
-static void keep(void *p)
-{
-	__asm__ volatile("" : : "r"(p) : "memory");
-}
 
 static uint64_t xorshift(uint64_t *s)
 {
@@ -61,17 +55,9 @@ static char *fresh(uint64_t *seed)
 	if (p) {
 		p[0] = 1;
 		p[n - 1] = 1;
-		keep(p);
+		bench_keep(p);
 	}
 	return p;
-}
-
-static double clock_s(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static void *runner_main(void *arg)
@@ -86,33 +72,20 @@ static void *runner_main(void *arg)
 	for (j = 0; j < WINDOW; j++)
 		if (!(live[j] = fresh(&seed)))
 			goto out_fail;
-	t0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+	t0 = bench_clock_s(CLOCK_THREAD_CPUTIME_ID);
 	for (i = 0; i < r->ops; i++) {
 		j = (unsigned)(i % WINDOW);
 		free(live[j]);
 		if (!(live[j] = fresh(&seed)))
 			goto out_fail;
 	}
-	r->cpu = clock_s(CLOCK_THREAD_CPUTIME_ID) - t0;
+	r->cpu = bench_clock_s(CLOCK_THREAD_CPUTIME_ID) - t0;
 	for (j = 0; j < WINDOW; j++)
 		free(live[j]);
 	return NULL;
 out_fail:
 	r->failed = 1;
 	return NULL;
-}
-
-static bool parse_ulong(const char *s, unsigned long lo, unsigned long hi, unsigned long *ret)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		return false;
-	*ret = v;
-	return true;
 }
 
 static void usage(FILE *out)
@@ -146,14 +119,14 @@ int main(int argc, char **argv)
 			target = &ops;
 		}
 		if (!target || i + 1 >= (unsigned long)argc ||
-		    !parse_ulong(argv[i + 1], 1, hi, target)) {
+		    !bench_parse_ulong(argv[i + 1], 1, hi, target)) {
 			fprintf(stderr, "small: bad option '%s'\n", argv[i]);
 			usage(stderr);
 			return 2;
 		}
 		i++;
 	}
-	t0 = clock_s(CLOCK_MONOTONIC);
+	t0 = bench_clock_s(CLOCK_MONOTONIC);
 	for (i = 0; i < threads; i++) {
 		r[i].ops = ops;
 		r[i].seed = 0x9e3779b97f4a7c15ull * (i + 1);
@@ -171,7 +144,7 @@ int main(int argc, char **argv)
 		}
 		cpu += r[i].cpu;
 	}
-	secs = clock_s(CLOCK_MONOTONIC) - t0;
+	secs = bench_clock_s(CLOCK_MONOTONIC) - t0;
 	pairs = (double)threads * (double)ops;
 	printf("small: %lu threads x %lu malloc+free pairs of %d-%d bytes: %.2f M pairs/s, "
 	       "%.1f ns of CPU time per pair\n",

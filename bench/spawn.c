@@ -24,23 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
+
 #define MIB ((size_t)1 << 20)
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void keep(void *p)
-{
-	__asm__ volatile("" : : "r"(p) : "memory");
-}
 
 /* A temporary of n bytes, written and freed. */
 static void temporary(size_t n)
@@ -49,7 +37,7 @@ static void temporary(size_t n)
 
 	if (p != NULL)
 		memset(p, 3, n);
-	keep(p);
+	bench_keep(p);
 	free(p);
 }
 
@@ -154,7 +142,7 @@ int main(int argc, char **argv)
 	}
 	memset(live, 1, 64 * MIB);
 	memset(gone, 2, 32 * MIB);
-	keep(gone);
+	bench_keep(gone);
 	free(gone);
 	if (pthread_create(&th, NULL, other_thread, NULL) != 0 || pthread_join(th, NULL) != 0) {
 		fprintf(stderr, "spawn: pthread_create failed\n");
@@ -168,17 +156,17 @@ int main(int argc, char **argv)
 	}
 	pthread_barrier_wait(&parked);
 
-	t0 = now_s();
+	t0 = bench_now_s();
 	for (unsigned long i = 0; i < count; i++)
 		if (one_child(NULL) != 0)
 			return 1;
-	fork_s = now_s() - t0;
-	t0 = now_s();
+	fork_s = bench_now_s() - t0;
+	t0 = bench_now_s();
 	for (unsigned long i = 0; i < count; i++)
 		if (one_child(exec_path) != 0)
 			return 1;
-	exec_s = now_s() - t0;
-	keep(live);
+	exec_s = bench_now_s() - t0;
+	bench_keep(live);
 	free(live);
 	pthread_barrier_wait(&done);
 	pthread_join(worker, NULL);

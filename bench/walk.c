@@ -26,12 +26,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unwind.h>
 #ifdef HAVE_LIBUNWIND
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 #endif
+
+#include "bench.h"
 
 #define MAX_FRAMES 16
 #define WARM_WALKS 20000
@@ -163,14 +164,6 @@ static int count_fds(void)
 	return n - 1; /* the directory's own */
 }
 
-static double now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e9 + t.tv_nsec;
-}
-
 /* The walk under test starts inside a qsort() comparator, so the stack is
  * comparator <- libc's qsort <- the chain below <- main. */
 static walker_fn cur_walker;
@@ -231,19 +224,19 @@ static void measure(const char *name, walker_fn w)
 	walked = 0;
 	mallocs = 0;
 	counting = 1;
-	t0 = now_ns();
+	t0 = (double)bench_now_ns();
 	walk_depth1();
-	first = now_ns() - t0;
+	first = (double)bench_now_ns() - t0;
 	counting = 0;
 	m = mallocs;
 	depth = reached_main();
 	fds = count_fds() - fds;
-	t0 = now_ns();
+	t0 = (double)bench_now_ns();
 	for (int i = 0; i < WARM_WALKS; i++) {
 		walked = 0;
 		walk_depth1();
 	}
-	warm = (now_ns() - t0) / WARM_WALKS;
+	warm = ((double)bench_now_ns() - t0) / WARM_WALKS;
 	printf("  %-10s %9.1f %9.0f   %6u   %-12s %5d %7lu\n", name, first / 1e3, warm, ngot,
 	       depth ? "yes" : "no", fds, m);
 }

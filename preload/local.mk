@@ -1,8 +1,9 @@
-# preload/: the LD_PRELOAD shim, one shared object per backend. Both are
-# libtool modules over the one libscratch.so, so a host that links
-# libscratch itself shares the same pools. Each is one glue file (glibc.c,
-# jemalloc.c: the backend, backend.h) that includes override.c, the malloc
-# family, so the backend calls inline.
+# preload/: the LD_PRELOAD shim, one shared object per backend (glibc and
+# jemalloc always; tcmalloc and mimalloc where their development files
+# are). Each is a libtool module over the one libscratch.so, so a host that
+# links libscratch itself shares the same pools. Each is one glue file
+# (glibc.c, jemalloc.c, tcmalloc.c, mimalloc.c: the backend, backend.h)
+# that includes override.c, the malloc family, so the backend calls inline.
 lib_LTLIBRARIES += preload/libscratch-preload.la preload/libscratch-preload-jemalloc.la
 
 # The shim defines malloc: the compiler must not turn its own code into
@@ -26,3 +27,21 @@ preload_libscratch_preload_jemalloc_la_CFLAGS = $(PRELOAD_CFLAGS) $(JEMALLOC_CFL
 preload_libscratch_preload_jemalloc_la_LDFLAGS = $(PRELOAD_LDFLAGS)
 preload_libscratch_preload_jemalloc_la_LIBADD = libscratch.la $(JEMALLOC_LIBS)
 EXTRA_preload_libscratch_preload_jemalloc_la_DEPENDENCIES = $(srcdir)/preload/preload.map
+
+if HAVE_TCMALLOC
+lib_LTLIBRARIES += preload/libscratch-preload-tcmalloc.la
+preload_libscratch_preload_tcmalloc_la_SOURCES = preload/tcmalloc.c preload/backend.h
+preload_libscratch_preload_tcmalloc_la_CFLAGS = $(PRELOAD_CFLAGS) $(TCMALLOC_CFLAGS)
+preload_libscratch_preload_tcmalloc_la_LDFLAGS = $(PRELOAD_LDFLAGS)
+preload_libscratch_preload_tcmalloc_la_LIBADD = libscratch.la $(TCMALLOC_LIBS)
+EXTRA_preload_libscratch_preload_tcmalloc_la_DEPENDENCIES = $(srcdir)/preload/preload.map
+endif
+
+if HAVE_MIMALLOC
+lib_LTLIBRARIES += preload/libscratch-preload-mimalloc.la
+preload_libscratch_preload_mimalloc_la_SOURCES = preload/mimalloc.c preload/backend.h
+preload_libscratch_preload_mimalloc_la_CFLAGS = $(PRELOAD_CFLAGS)
+preload_libscratch_preload_mimalloc_la_LDFLAGS = $(PRELOAD_LDFLAGS)
+preload_libscratch_preload_mimalloc_la_LIBADD = libscratch.la $(MIMALLOC_LIBS)
+EXTRA_preload_libscratch_preload_mimalloc_la_DEPENDENCIES = $(srcdir)/preload/preload.map
+endif

@@ -126,6 +126,8 @@ struct tcache {
 	uint32_t in_remote; /* its thread is inside remote_free (see fork_gate) */
 	uint32_t busy;      /* its thread is in a slow path that touches the bins (pool_gate.c) */
 	uint32_t last_miss, prev_miss; /* classes of its last two growths, 0: none */
+	uint32_t nmiss;                /* its misses so far */
+	uint32_t miss_seq[NBINS];      /* per request class: nmiss at its last miss, 0: none */
 	/* per_node: its thread's node + 1 at its last slow path; 0: none yet */
 	uint32_t node1;
 	uint32_t slow_calls;
@@ -523,7 +525,11 @@ SCRATCH_HIDDEN unsigned scratch__here_node(void);
 SCRATCH_HIDDEN void scratch__depot_put(uint32_t id);
 SCRATCH_HIDDEN uint32_t scratch__depot_take_fit(uint64_t size, unsigned bin, unsigned node,
                                                 unsigned *ret_bin);
+/* Node's depot block of class bin, out of the depot (still BLK_DEPOT), or
+ * 0 when its list is empty. */
+SCRATCH_HIDDEN uint32_t scratch__depot_take(unsigned node, unsigned bin);
 SCRATCH_HIDDEN uint64_t scratch__depot_trim(void);
+SCRATCH_HIDDEN uint64_t scratch__depot_shed(unsigned node, unsigned end, uint64_t bytes);
 SCRATCH_HIDDEN void scratch__block_emptied(struct blk *d, bool kept);
 SCRATCH_HIDDEN void scratch__block_empty_from(uint32_t id, uint64_t from);
 SCRATCH_HIDDEN void scratch__block_empty(uint32_t id);

@@ -110,6 +110,30 @@ uint64_t scratch__block_move(struct blk *src, struct blk *dst, uint64_t off, uin
 }
 
 /*
+ * Has a set of buffers below 2 MiB moved up a class: did the class just
+ * below bin miss within tc's last SET_WINDOW misses? Many buffers whose
+ * sizes grow together (a K/V cache of every layer, copied out every
+ * token) cross each class boundary as a set, and their old blocks come
+ * back only later (freed by a garbage collector, say): each set then
+ * carves a new block per buffer and per class, whose pages are faulted
+ * while the old ones sit idle. The set's misses carve twice the request
+ * instead, so the next three classes are served by those blocks (reuse
+ * across classes) and the set carves once per doubling. Blocks of 2 MiB
+ * and more move their pages instead (scratch__carve_move).
+ */
+#define SET_WINDOW 64
+
+static bool set_moved_up(const struct tcache *tc, unsigned bin)
+{
+	uint32_t seq;
+
+	if (bin >= HUGE_BIN || bin <= g.cls_base)
+		return false;
+	seq = tc->miss_seq[bin - 1];
+	return seq != 0 && tc->nmiss - seq < SET_WINDOW;
+}
+
+/*
  * The class a miss of size (class bin) carves. A thread whose last two
  * growths climbed to just below this one (within 4x) is growing a buffer
  * (attention scores gain a row every token): it gets twice the request,
@@ -123,8 +147,8 @@ unsigned scratch__growth_class(const struct tcache *tc, uint64_t size, unsigned 
 {
 	unsigned want = bin + 4, top = fit_top(size);
 
-	if (tc->prev_miss == 0 || tc->prev_miss >= tc->last_miss || tc->last_miss >= bin ||
-	    bin - tc->prev_miss > GROWTH_WINDOW)
+	if (!set_moved_up(tc, bin) && (tc->prev_miss == 0 || tc->prev_miss >= tc->last_miss ||
+	                               tc->last_miss >= bin || bin - tc->prev_miss > GROWTH_WINDOW))
 		return bin;
 	if (want > g.cls_base + g.nbins - 1)
 		want = g.cls_base + g.nbins - 1;
@@ -139,11 +163,19 @@ unsigned scratch__growth_class(const struct tcache *tc, uint64_t size, unsigned 
  * returning them at every miss only to fault them again made most of such
  * a host's faults (bench/churn measures it; docs/design.md).
  */
-static uint64_t shed_bytes(const struct tcache *tc, uint64_t lease, uint64_t bytes)
+/* What tc's cache may keep idle when it carves a block of lease bytes: an
+ * eighth of what it will have leased. */
+static uint64_t shed_keep(const struct tcache *tc, uint64_t lease)
 {
 	uint64_t leased =
 	        tc->c->leased - __atomic_load_n(&tc->c->remote_in_bytes, __ATOMIC_RELAXED);
-	uint64_t keep = (leased + lease) / 8;
+
+	return (leased + lease) / 8;
+}
+
+static uint64_t shed_bytes(const struct tcache *tc, uint64_t lease, uint64_t bytes)
+{
+	uint64_t keep = shed_keep(tc, lease);
 
 	if (tc->cached_bytes <= keep)
 		return 0;
@@ -167,7 +199,7 @@ static uint64_t shed_bytes(const struct tcache *tc, uint64_t lease, uint64_t byt
 void scratch__carve_shed(struct tcache *tc, unsigned bin, uint64_t lease, uint64_t bytes)
 {
 	const unsigned end = __atomic_load_n(&move_off, __ATOMIC_RELAXED) ? bin : HUGE_BIN;
-	uint64_t shed = 0;
+	uint64_t shed = 0, budget = bytes;
 
 	if (__atomic_load_n(&g.locked, __ATOMIC_RELAXED))
 		return; /* nothing would go back */
@@ -179,59 +211,83 @@ void scratch__carve_shed(struct tcache *tc, unsigned bin, uint64_t lease, uint64
 		}
 	if (shed != 0)
 		count_retained(tc->c, -(int64_t)shed);
+	/* The cache within its eighth, the depot's blocks of the classes below
+	 * give back what is left of the new pages' worth: a set of buffers
+	 * that moved up left them there (freed by other threads, past the
+	 * cache's room), and no request of theirs is coming back. */
+	if (tc->cached_bytes <= shed_keep(tc, lease) && shed < budget)
+		(void)scratch__depot_shed(scratch__here_node(), bin, budget - shed);
 }
 
 /* The class of tc's idle block below bin with the most pages to move
  * that fit in room bytes: the largest extent, the head of each class; 0
- * when none has any. */
-static unsigned move_source(const struct tcache *tc, unsigned bin, uint64_t room)
+ * when none has any. With depot, the heads of node's depot lists
+ * instead. */
+static unsigned move_source(const struct tcache *tc, unsigned bin, uint64_t room, bool depot,
+                            unsigned node)
 {
 	unsigned best = 0;
+	uint64_t best_ext = 0;
 
-	for (unsigned b = g.cls_base; b < bin; b++) {
-		uint32_t h = tc->bins[b].head;
+	for (unsigned b = HUGE_BIN > g.cls_base ? HUGE_BIN : g.cls_base; b < bin; b++) {
+		uint32_t h = depot ? g.depot_head[node][b] : tc->bins[b].head;
 		uint64_t ext = h != 0 ? g.blk[h].ext : 0;
 
-		if (ext != 0 && g.cls_size[b] >= HUGE_SIZE && ext <= room &&
-		    (best == 0 || ext >= g.blk[tc->bins[best].head].ext))
+		if (ext != 0 && ext <= room && (best == 0 || ext >= best_ext)) {
 			best = b;
+			best_ext = ext;
+		}
 	}
 	return best;
 }
 
 /*
  * A new block dst for a request of size (class bin) starts with the pages
- * of tc's idle blocks below bin, which could not serve it, the ones with
- * the most pages first, while their pages fit in the request (after the
- * scratch__tls_prefix bytes a growing realloc fills): those move (scratch__block_move)
- * rather than go back to the OS to be faulted again in dst, and the
- * blocks empty; what did not move goes back. Returns the capacity that left tc's
- * cache, with the bytes moved in *ret_moved. Under g.lock (dropped around
- * each move); tc is the caller's, busy.
+ * of idle blocks below bin, which could not serve it, the ones with the
+ * most pages first, while their pages fit in the request (after the
+ * scratch__tls_prefix bytes a growing realloc fills): tc's own, then those
+ * in the depot on this node (a set of buffers freed by other threads,
+ * past the cache's room, leaves its old blocks there). Those move
+ * (scratch__block_move) rather than go back to the OS to be faulted again
+ * in dst, and the blocks empty; what did not move goes back. Returns the
+ * capacity that left tc's cache, with the bytes moved in *ret_moved.
+ * Under g.lock (dropped around each move); tc is the caller's, busy.
  */
 uint64_t scratch__carve_move(struct tcache *tc, unsigned bin, uint64_t size, uint32_t dst,
                              uint64_t *ret_moved)
 {
 	const uint64_t want = (size + HUGE_SIZE - 1) & ~(HUGE_SIZE - 1);
+	const unsigned node = scratch__here_node();
 	uint64_t off = scratch__tls_prefix, out = 0;
+	bool depot = false;
 	unsigned b;
 
 	*ret_moved = 0;
-	if (__atomic_load_n(&move_off, __ATOMIC_RELAXED) || move_source(tc, bin, want - off) == 0 ||
+	if (__atomic_load_n(&move_off, __ATOMIC_RELAXED) || off >= want ||
+	    (move_source(tc, bin, want - off, false, node) == 0 &&
+	     move_source(tc, bin, want - off, true, node) == 0) ||
 	    scratch__pages_locked())
 		return 0;
-	while (off < want && !__atomic_load_n(&move_off, __ATOMIC_RELAXED) &&
-	       (b = move_source(tc, bin, want - off)) != 0) {
-		uint32_t id = bin_pop(tc, b);
-		struct blk *src = &g.blk[id];
-		uint64_t ext = (src->ext + HUGE_SIZE - 1) & ~(HUGE_SIZE - 1), moved;
+	while (off < want && !__atomic_load_n(&move_off, __ATOMIC_RELAXED)) {
+		uint32_t id;
+		struct blk *src;
+		uint64_t ext, moved;
 
+		if (!depot && (b = move_source(tc, bin, want - off, false, node)) == 0)
+			depot = true;
+		if (depot && (b = move_source(tc, bin, want - off, true, node)) == 0)
+			break;
+		id = depot ? scratch__depot_take(node, b) : bin_pop(tc, b);
+		src = &g.blk[id];
+		ext = (src->ext + HUGE_SIZE - 1) & ~(HUGE_SIZE - 1);
 		pthread_mutex_unlock(&g.lock);
 		moved = scratch__block_move(src, &g.blk[dst], off, want - off);
 		pthread_mutex_lock(&g.lock);
 		scratch__block_empty_from(id, moved);
-		count_retained(tc->c, -(int64_t)g.cls_size[b]);
-		out += g.cls_size[b];
+		if (!depot) {
+			count_retained(tc->c, -(int64_t)g.cls_size[b]);
+			out += g.cls_size[b];
+		}
 		*ret_moved += moved;
 		if (moved == 0)
 			break;

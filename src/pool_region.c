@@ -250,7 +250,8 @@ void scratch__block_empty_from(uint32_t id, uint64_t from)
 	uint64_t cap = g.cls_size[bin];
 	bool kept = false;
 
-	SCRATCH_ASSERT(d->state == BLK_LEASED || d->state == BLK_CACHED || d->state == BLK_REMOTE);
+	/* idle, or lent: off every list (a depot block, taken by the caller) */
+	SCRATCH_ASSERT(d->state != BLK_EMPTY && d->state != BLK_NONE);
 	SCRATCH_ASSERT(from <= cap);
 	d->owner = 0;
 	d->state = BLK_EMPTY;
@@ -275,8 +276,6 @@ void scratch__block_empty(uint32_t id)
 	scratch__block_empty_from(id, 0);
 }
 
-static uint32_t depot_take(unsigned node, unsigned bin);
-
 /* A depot block of node's list for a request of size (class bin): its own
  * class, else the most recently put one of a larger class within the fit
  * bound. Sets *ret_bin to the block's class. Under g.lock. */
@@ -287,7 +286,7 @@ uint32_t scratch__depot_take_fit(uint64_t size, unsigned bin, unsigned node, uns
 
 	*ret_bin = bin;
 	if (g.depot_head[node][bin] != 0)
-		return depot_take(node, bin);
+		return scratch__depot_take(node, bin);
 	top = fit_top(size);
 	for (unsigned b = bin + 1; b <= top; b++) {
 		uint32_t id = g.depot_head[node][b];
@@ -300,10 +299,10 @@ uint32_t scratch__depot_take_fit(uint64_t size, unsigned bin, unsigned node, uns
 	if (best == 0)
 		return 0;
 	*ret_bin = best;
-	return depot_take(node, best);
+	return scratch__depot_take(node, best);
 }
 
-static uint32_t depot_take(unsigned node, unsigned bin)
+uint32_t scratch__depot_take(unsigned node, unsigned bin)
 {
 	uint32_t id = g.depot_head[node][bin];
 
@@ -318,6 +317,25 @@ static uint32_t depot_take(unsigned node, unsigned bin)
 	return id;
 }
 
+/* Take block id, of class bin, out of node's depot list into its class's
+ * empty list, its pages back to the OS (g.lock held throughout). Returns
+ * the bytes that went back. */
+static uint64_t depot_empty(unsigned node, unsigned bin)
+{
+	uint32_t id = scratch__depot_take(node, bin);
+	struct blk *d = &g.blk[id];
+	bool kept = !scratch__os_decommit((void *)blk_addr(d), g.cls_size[bin]);
+
+	d->state = BLK_EMPTY;
+	scratch__segment_block_state(id, SCRATCH_SEG_BLK_EMPTY);
+	scratch__block_emptied(d, kept);
+	d->next = g.empty_head[bin];
+	g.empty_head[bin] = id;
+	g.live_blocks--;
+	count_live(bin, -1);
+	return kept ? 0 : g.cls_size[bin];
+}
+
 /* Return every depot block's pages to the OS. Returns bytes released. */
 uint64_t scratch__depot_trim(void)
 {
@@ -325,23 +343,27 @@ uint64_t scratch__depot_trim(void)
 
 	for (unsigned i = 0; i < g.nodes * g.nbins; i++) {
 		unsigned bin = g.cls_base + i % g.nbins;
-		uint32_t id;
 
-		while ((id = depot_take(i / g.nbins, bin)) != 0) {
-			struct blk *d = &g.blk[id];
-
-			bool kept = !scratch__os_decommit((void *)blk_addr(d), g.cls_size[bin]);
-
-			d->state = BLK_EMPTY;
-			scratch__segment_block_state(id, SCRATCH_SEG_BLK_EMPTY);
-			scratch__block_emptied(d, kept);
-			d->next = g.empty_head[bin];
-			g.empty_head[bin] = id;
-			g.live_blocks--;
-			count_live(bin, -1);
-			total += kept ? 0 : g.cls_size[bin];
-		}
+		while (g.depot_head[i / g.nbins][bin] != 0)
+			total += depot_empty(i / g.nbins, bin);
 	}
+	proc_begin();
+	SCRATCH__ADD(&g.proc->trimmed, total);
+	proc_end();
+	return total;
+}
+
+/* Return the pages of node's depot blocks of the classes below end,
+ * smallest first, until bytes have gone back. Returns the bytes. */
+uint64_t scratch__depot_shed(unsigned node, unsigned end, uint64_t bytes)
+{
+	uint64_t total = 0;
+
+	for (unsigned bin = g.cls_base; bin < end && total < bytes; bin++)
+		while (g.depot_head[node][bin] != 0 && total < bytes)
+			total += depot_empty(node, bin);
+	if (total == 0)
+		return 0;
 	proc_begin();
 	SCRATCH__ADD(&g.proc->trimmed, total);
 	proc_end();

@@ -175,6 +175,7 @@ static uint32_t depot_or_carve(struct tcache *tc, uint64_t size, unsigned bin, b
 		return 0;
 	tc->prev_miss = tc->last_miss;
 	tc->last_miss = want;
+	tc->miss_seq[bin] = ++tc->nmiss;
 	*ret_fresh = true;
 	count_retained(tc->c, (int64_t)g.cls_size[want]);
 	scratch__seq_begin(&tc->c->seq);

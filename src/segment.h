@@ -1,7 +1,7 @@
 /*
  * segment.h - layout of the stats segment: the contract between libscratch,
- * which writes it (segment.c, trace.c), and every reader (stats/segread.c,
- * used by scratchd and the fuzz target).
+ * which writes it (segment.c, trace.c), and every reader
+ * (stats/segread/segread.c, used by scratchd and the fuzz target).
  *
  * Self-contained: it holds the counter blocks the segment lays out, the
  * owner kinds, the sequence counts that bracket every write and the totals
@@ -216,7 +216,7 @@ static inline void scratch__seq_end(uint64_t *seq)
  * sequence count (odd while writing). Other threads add to the second group
  * with atomic adds (remote frees), outside the sequence count. The library
  * reads them with scratch__counters_read(), other processes with a copy
- * checked against seq (stats/segread.c).
+ * checked against seq (stats/segread/segread.c).
  *
  *   leased (reported)   = leased - remote_in_bytes
  *   retained (reported) = retained - decayed_bytes
@@ -395,7 +395,7 @@ static inline void scratch_seg_totals_add(struct scratch_seg_totals *t,
  * The process totals equation of "Counters" above, in one place: the
  * counted slots that next() hands out, plus proc (its reclaimed threads,
  * the depot and the orphans; NULL when the reader has none). The library's
- * scratch_stats_total() and stats/segread.c's segread_totals() both sum
+ * scratch_stats_total() and stats/segread/segread.c's segread_totals() both sum
  * with it, so the figures a reader shows are the library's own.
  */
 static inline void scratch_seg_totals(struct scratch_seg_totals *ret, scratch_seg_next_fn next,

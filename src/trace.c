@@ -16,7 +16,7 @@
  * check that addresses are readable, and a host that closes and reuses
  * those numbers has its own files read, written and closed by it. A
  * frame-pointer walk costs nothing but stops at the first frame of
- * Debian's libraries, built without frame pointers. Figures: README.
+ * Debian's libraries, built without frame pointers. Figures: docs/performance.md.
  */
 #include "config.h"
 

@@ -7,7 +7,7 @@
 top=${SCRATCH_TOP_BUILDDIR:?}
 shim=$top/preload/.libs/libscratch-preload.so
 host=$top/bench/decode
-for f in "$shim" "$host" "$top/stats/scratchd" "$top/stats/scratchstat"; do
+for f in "$shim" "$host" "$top/stats/scratchd/scratchd" "$top/stats/scratchstat/scratchstat"; do
   test -x "$f" || test -f "$f" || { echo "demo: $f is not built" >&2; exit 1; }
 done
 run=$(mktemp -d "${TMPDIR:-/tmp}/scratch-demo.XXXXXX") || exit 1
@@ -22,7 +22,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-ss() { "$top/stats/scratchstat" --no-start --run-dir "$run" "$@"; }
+ss() { "$top/stats/scratchstat/scratchstat" --no-start --run-dir "$run" "$@"; }
 retry() { # up to ~20 s
   i=0
   while ! "$@" >/dev/null 2>&1; do
@@ -30,7 +30,7 @@ retry() { # up to ~20 s
   done
 }
 
-"$top/stats/scratchd" --run-dir "$run" --interval 0.5 2>"$run/scratchd.log" &
+"$top/stats/scratchd/scratchd" --run-dir "$run" --interval 0.5 2>"$run/scratchd.log" &
 dpid=$!
 retry ss || { echo "demo: scratchd did not start:"; cat "$run/scratchd.log"; exit 1; } >&2
 
@@ -38,7 +38,7 @@ echo "\$ SCRATCH_RUNTIME_DIR=$run LD_PRELOAD=libscratch-preload.so bench/decode 
 SCRATCH_RUNTIME_DIR=$run LD_PRELOAD=$shim "$host" --threads 2 --tokens 48 >"$run/decode.out" 2>&1 &
 hpid=$!
 # wait until the three threads have made their first rounds
-retry sh -c "'$top/stats/scratchstat' --no-start --run-dir '$run' --json $hpid | grep -q '\"allocs\": [1-9][0-9][0-9]'" ||
+retry sh -c "'$top/stats/scratchstat/scratchstat' --no-start --run-dir '$run' --json $hpid | grep -q '\"allocs\": [1-9][0-9][0-9]'" ||
   { echo "demo: scratchd never saw the decode loop" >&2; exit 1; }
 echo
 echo "\$ scratchstat"
@@ -58,7 +58,7 @@ hpid=
 echo
 echo "\$ bench/decode's own report"
 cat "$run/decode.out"
-retry sh -c "'$top/stats/scratchstat' --no-start --run-dir '$run' | grep -q exited"
+retry sh -c "'$top/stats/scratchstat/scratchstat' --no-start --run-dir '$run' | grep -q exited"
 echo
 echo "\$ scratchstat      # after the decode loop exited"
 ss

@@ -1,62 +1,23 @@
-# stats/: scratchd (the stats daemon), scratchstat (the CLI), the segment
-# reader they share, its fuzz target, the systemd units and `make demo`.
-sbin_PROGRAMS += stats/scratchd
-bin_PROGRAMS += stats/scratchstat
-
-noinst_LTLIBRARIES += libscratch_segread.la
-libscratch_segread_la_SOURCES = stats/segread.c stats/segread.h stats/common.c stats/common.h \
-	src/segment.h src/internal.h src/scratch.h
-libscratch_segread_la_CFLAGS = $(AM_CFLAGS)
-
-# The daemon's process table (registry) and the documents it serves, from
-# one field table (docs, fields): a library, so that tests/check_fields.c
-# renders the same documents.
-noinst_LTLIBRARIES += libscratch_daemon.la
-libscratch_daemon_la_SOURCES = stats/registry.c stats/registry.h \
-	stats/docs.c stats/docs.h stats/fields.c stats/fields.h stats/thread_history.c \
-	stats/thread_history.h
-libscratch_daemon_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
-
-stats_scratchd_SOURCES = stats/scratchd.c stats/serve.c stats/serve.h
-stats_scratchd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS)
-stats_scratchd_LDADD = libscratch_daemon.la libscratch_segread.la $(MHD_LIBS) $(JANSSON_LIBS) \
-	$(PTHREAD_LIBS)
-
-stats_scratchstat_SOURCES = stats/scratchstat.c stats/client.c stats/client.h \
-	stats/views.c stats/views.h stats/symbols.c stats/symbols.h \
-	stats/audit.c stats/audit.h stats/audit_cli.c stats/audit_cli.h
-stats_scratchstat_SOURCES += stats/report_cli.c stats/report_cli.h
-stats_scratchstat_CPPFLAGS = $(AM_CPPFLAGS) -DSCRATCH_SBINDIR='"$(sbindir)"' \
-	-DSCRATCH_LIBDIR='"$(libdir)"'
-stats_scratchstat_CFLAGS = $(AM_CFLAGS) $(CURL_CFLAGS) $(JANSSON_CFLAGS) $(DW_CFLAGS)
-stats_scratchstat_LDADD = libscratch_report.la libscratch_locality.la libscratch_segread.la \
-	$(CURL_LIBS) $(JANSSON_LIBS) $(DW_LIBS) -ldl
-
-# The HTML report's page (`scratchstat report`, stats/report_cli.c renders
-# with it): its sections, the locality section (from audit.h's model), the
-# escaping and SVG primitives; a library of its own so the unit suite
-# renders pages too.
-noinst_LTLIBRARIES += libscratch_report.la
-libscratch_report_la_SOURCES = stats/report.c stats/report.h stats/report_audit.c \
-	stats/report_svg.c stats/report_svg.h
-libscratch_report_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
-
-# The segment reader's fuzz target: a standalone driver that `make check`
-# runs briefly over generated segments (tests/stats_hostile.test), and a
-# libFuzzer build with `make fuzz` when clang can link -fsanitize=fuzzer.
-check_PROGRAMS += stats/fuzz_segment
-stats_fuzz_segment_SOURCES = stats/fuzz_segment.c
-stats_fuzz_segment_LDADD = libscratch_segread.la
-
-FUZZ_CC = clang
-fuzz: stats/fuzz_segment-libfuzzer
-stats/fuzz_segment-libfuzzer: $(srcdir)/stats/fuzz_segment.c $(srcdir)/stats/segread.c \
-		$(srcdir)/stats/segread.h $(srcdir)/src/segment.h
-	$(AM_V_CC)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -DSCRATCH_LIBFUZZER \
-		-I$(top_builddir) -I$(srcdir)/src -I$(srcdir)/stats -o $@ \
-		$(srcdir)/stats/fuzz_segment.c $(srcdir)/stats/segread.c
-CLEANFILES += stats/fuzz_segment-libfuzzer
-.PHONY: fuzz
+# stats/: scratchd (the stats daemon) and scratchstat (the CLI), and the
+# libraries they are made of, a folder each with its own fragment:
+#
+#   segread/      the segment reader and what both programs share  libscratch_segread.la
+#   audit/        the memory-locality audit                         libscratch_audit.la
+#   report/       the HTML report                                   libscratch_report.la
+#   scratchd/     the daemon                    libscratch_daemon.la, scratchd
+#   scratchstat/  the CLI                                           scratchstat
+#
+# Includes go one way, programs -> libraries -> the segment reader:
+# scratchstat -> report, audit, segread; report -> audit, segread;
+# scratchd -> segread; audit -> segread. Each folder's targets have -I for
+# their own folder and the folders below it, and nothing else: not src/
+# (segread.h includes the segment format, src/segment.h, by its path).
+STATS_SEGREAD_CPPFLAGS = -I$(top_builddir) -I$(srcdir)/stats/segread
+include $(srcdir)/stats/segread/local.mk
+include $(srcdir)/stats/audit/local.mk
+include $(srcdir)/stats/report/local.mk
+include $(srcdir)/stats/scratchd/local.mk
+include $(srcdir)/stats/scratchstat/local.mk
 
 # make demo: the README's first command ends here (stats/demo.sh).
 EXTRA_DIST += stats/demo.sh
@@ -65,20 +26,3 @@ demo: all
 	  echo "make demo: this build uses --enable-sanitizers=$(SANITIZER), which interposes malloc itself; run the demo from a plain build" >&2; \
 	  exit 1; fi; \
 	SCRATCH_TOP_BUILDDIR='$(abs_top_builddir)' $(SHELL) $(srcdir)/stats/demo.sh
-
-# systemd user units: socket activation on $XDG_RUNTIME_DIR/scratch/scratchd.sock.
-systemduserunitdir = $(prefix)/lib/systemd/user
-systemduserunit_DATA = stats/scratchd.service stats/scratchd.socket
-EXTRA_DIST += stats/scratchd.service.in stats/scratchd.socket
-CLEANFILES += stats/scratchd.service
-stats/scratchd.service: $(srcdir)/stats/scratchd.service.in Makefile
-	$(AM_V_GEN)$(MKDIR_P) stats && sed -e 's|@sbindir[@]|$(sbindir)|g' $(srcdir)/stats/scratchd.service.in >$@
-
-# The memory-locality audit's data collection (issue 14): CPU -> node map and
-# threads' nodes (topology), page placement (placement), first-toucher
-# sampling (faults). Each has its contract in its header; they use
-# stats_read_file, so link libscratch_segread.la beside this library.
-noinst_LTLIBRARIES += libscratch_locality.la
-libscratch_locality_la_SOURCES = stats/topology.c stats/topology.h \
-	stats/placement.c stats/placement.h stats/faults.c stats/faults.h
-libscratch_locality_la_CFLAGS = $(AM_CFLAGS)
