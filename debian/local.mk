@@ -7,4 +7,10 @@ EXTRA_DIST += debian/changelog debian/control debian/copyright debian/rules \
 	debian/libscratch-dev.install \
 	debian/libscratch-preload.install debian/libscratch-preload.triggers \
 	debian/libscratch-preload.lintian-overrides \
+	debian/libscratch-preload-jemalloc.install debian/libscratch-preload-jemalloc.triggers \
+	debian/libscratch-preload-jemalloc.lintian-overrides \
+	debian/libscratch-preload-tcmalloc.install debian/libscratch-preload-tcmalloc.triggers \
+	debian/libscratch-preload-tcmalloc.lintian-overrides \
+	debian/libscratch-preload-mimalloc.install debian/libscratch-preload-mimalloc.triggers \
+	debian/libscratch-preload-mimalloc.lintian-overrides \
 	debian/scratch-tools.install debian/scratch-tools.lintian-overrides

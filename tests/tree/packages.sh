@@ -11,7 +11,9 @@
 #     installed on the system), and there:
 #     - the files are where Debian wants them: the shims in the multiarch
 #       library directory, the units in /usr/lib/systemd/user, man pages;
-#       scratchd and scratchstat --version give the package's version;
+#       scratchd and scratchstat --version give the package's version and
+#       every backend; each backend's shim is a package of its own that
+#       depends on that allocator's library;
 #     - an unmodified program (sort) gives the same output under each shim,
 #       loaded by name (LD_PRELOAD=libscratch-preload.so) from the root;
 #     - the packaged scratchstat starts the packaged scratchd (found from
@@ -91,8 +93,21 @@ for d in "$DEBS"/*_"$version"_*.deb; do
   case $d in *-dbgsym_*) ;; *) [ -f "$d" ] && debs="$debs $d" ;; esac
 done
 [ -n "$debs" ] || die "no .deb of version $version in $DEBS"
+BACKENDS="jemalloc tcmalloc mimalloc"
 for p in libscratch0 libscratch-dev libscratch-preload scratch-tools; do
   test -f "$DEBS/${p}_${version}_$arch.deb" || die "package $p was not built"
+done
+# A package per backend shim, as Debian ships each allocator: it pulls in
+# that allocator's runtime library and the glibc shim's package (the manual
+# page, libscratch0 at this very version), nothing else of scratch.
+for b in $BACKENDS; do
+  deb=$DEBS/libscratch-preload-${b}_${version}_$arch.deb
+  test -f "$deb" || die "package libscratch-preload-$b was not built"
+  dep=$(dpkg-deb -f "$deb" Depends)
+  case $b in jemalloc) lib=libjemalloc2 ;; tcmalloc) lib=libtcmalloc-minimal4 ;; mimalloc) lib=libmimalloc2.0 ;; esac
+  case ", $dep," in *", $lib "* | *", $lib,"*) ;; *) die "libscratch-preload-$b does not depend on $lib: $dep" ;; esac
+  case ", $dep," in *", libscratch-preload (= $version),"*) ;; *) die "libscratch-preload-$b does not depend on libscratch-preload (= $version): $dep" ;; esac
+  dpkg-deb -c "$deb" | grep -q "/libscratch-preload-$b.so\$" || die "libscratch-preload-$b holds no shim"
 done
 
 # 2. lintian: errors and warnings fail (debian/*.lintian-overrides say why
@@ -111,6 +126,7 @@ ROOT=$T/root
 LIB=$ROOT/usr/lib/$triplet
 for d in $debs; do dpkg -x "$d" "$ROOT" || die "dpkg -x $d"; done
 for f in usr/lib/$triplet/libscratch-preload.so usr/lib/$triplet/libscratch-preload-jemalloc.so \
+  usr/lib/$triplet/libscratch-preload-tcmalloc.so usr/lib/$triplet/libscratch-preload-mimalloc.so \
   usr/lib/$triplet/libscratch.so.0 usr/lib/$triplet/libscratch.so usr/lib/$triplet/libscratch.a \
   usr/lib/$triplet/pkgconfig/libscratch.pc usr/include/scratch.h \
   usr/bin/scratchstat usr/sbin/scratchd \
@@ -121,18 +137,18 @@ for f in usr/lib/$triplet/libscratch-preload.so usr/lib/$triplet/libscratch-prel
 done
 exec_start=$(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' "$ROOT/usr/lib/systemd/user/scratchd.service")
 test -x "$ROOT$exec_start" || die "scratchd.service starts $exec_start, which no package holds"
-# One version number: the programs say the package's.
+# One version number: the programs say the package's, and every backend.
 for prog in usr/bin/scratchstat usr/sbin/scratchd; do
   v=$("$ROOT/$prog" --version) || die "/$prog --version"
   case "$v" in
-    "${prog##*/} $version "* | "${prog##*/} $version") ;;
-    *) die "/$prog --version says '$v', the package is $version" ;;
+    "${prog##*/} $version (segment format "*", backends glibc $BACKENDS)") ;;
+    *) die "/$prog --version says '$v', the package is $version with the backends glibc $BACKENDS" ;;
   esac
 done
 say "files in place ($(echo "$debs" | wc -w) packages unpacked), scratchd and scratchstat at $version"
 
 # An unmodified program under each shim, loaded by name from the root.
-SHIMS="libscratch-preload.so libscratch-preload-jemalloc.so"
+SHIMS="libscratch-preload.so libscratch-preload-jemalloc.so libscratch-preload-tcmalloc.so libscratch-preload-mimalloc.so"
 RUN=$T/run
 mkdir -m 0700 "$RUN" || exit 99
 SCRATCH_RUNTIME_DIR=$RUN
