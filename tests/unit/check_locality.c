@@ -199,16 +199,18 @@ START_TEST(test_node_range)
 }
 END_TEST
 
+/* Pins itself to CPU 0, names itself, then says so through the barrier
+ * (a fixed sleep lost the race on a loaded machine). */
 static void *pinned(void *arg)
 {
+	pthread_barrier_t *ready = arg;
 	cpu_set_t set;
 
-	(void)arg;
 	CPU_ZERO(&set);
 	CPU_SET(0, &set);
-	if (sched_setaffinity(0, sizeof(set), &set) != 0)
-		return NULL;
+	sched_setaffinity(0, sizeof(set), &set);
 	pthread_setname_np(pthread_self(), "pin (0) x");
+	pthread_barrier_wait(ready);
 	pause();
 	return NULL;
 }
@@ -217,6 +219,7 @@ static void *pinned(void *arg)
 START_TEST(test_threads)
 {
 	struct topology_thread *th;
+	pthread_barrier_t ready;
 	struct topology t;
 	char err[256];
 	pthread_t p;
@@ -224,8 +227,9 @@ START_TEST(test_threads)
 	int found = 0;
 
 	ck_assert_int_eq(topology_load(NULL, &t, err, sizeof(err)), 0);
-	ck_assert_int_eq(pthread_create(&p, NULL, pinned, NULL), 0);
-	usleep(100000);
+	ck_assert_int_eq(pthread_barrier_init(&ready, NULL, 2), 0);
+	ck_assert_int_eq(pthread_create(&p, NULL, pinned, &ready), 0);
+	pthread_barrier_wait(&ready);
 	ck_assert_int_eq(topology_threads(&t, getpid(), &th, &n, err, sizeof(err)), 0);
 	ck_assert_uint_eq(n, 2);
 	for (size_t i = 0; i < n; i++)
