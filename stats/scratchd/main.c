@@ -243,7 +243,7 @@ static int parse_args(int argc, char **argv, const char **run_dir, const char **
 			usage(stdout);
 			exit(0);
 		case 'V':
-			printf("scratchd %s (protocol %d)\n", PACKAGE_VERSION, PROTOCOL_VERSION);
+			text_version("scratchd");
 			exit(0);
 		default:
 			usage(stderr);

@@ -172,7 +172,7 @@ static int parse_opts(int argc, char **argv)
 			usage(stdout);
 			exit(EX_OK);
 		case 'V':
-			printf("scratchstat %s (protocol %d)\n", PACKAGE_VERSION, PROTOCOL_VERSION);
+			text_version("scratchstat");
 			exit(EX_OK);
 		default:
 			usage(stderr);

@@ -1,6 +1,7 @@
 /*
  * text.c - text in and out for people (text.h): a pid argument, sizes in
- * human units, control characters masked, a log line, an error reason.
+ * human units, control characters masked, a log line, an error reason,
+ * the --version line.
  */
 #include "config.h"
 
@@ -9,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "protocol.h"
+#include "segread.h"
 #include "text.h"
 
 void text_mask_controls(char *s)
@@ -80,4 +83,10 @@ bool text_parse_pid(const char *s, pid_t *ret)
 		return false;
 	*ret = (pid_t)v;
 	return true;
+}
+
+void text_version(const char *prog)
+{
+	printf("%s %s (segment format %d, protocol %d, backends %s)\n", prog, PACKAGE_VERSION,
+	       SCRATCH_SEG_VERSION, PROTOCOL_VERSION, SCRATCH_BACKENDS);
 }

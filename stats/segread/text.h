@@ -33,4 +33,9 @@ int text_fail(char *err, size_t errlen, int e, const char *fmt, ...)
  * the command line and the daemon's answers. Cut at 4 KiB. */
 void text_log(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The --version line of scratchd and scratchstat, on stdout: "PROG
+ * PACKAGE_VERSION (segment format N, protocol N, backends glibc ...)", the
+ * shims' backends as configure found them. */
+void text_version(const char *prog);
+
 #endif /* SCRATCH_STATS_TEXT_H */

@@ -247,15 +247,24 @@ static long unlocked_mappings(void)
  * block realloc leaves behind is calloc's next. Nor may memory the
  * host uses later escape the lock: an idle block's pages moved into a
  * larger one would leave their range unlocked (MREMAP_DONTUNMAP). Without
- * the privilege to lock, it says so and checks nothing else. */
+ * the privilege to lock, it says so and checks nothing else: that is also
+ * the case of a user without CAP_IPC_LOCK under a small RLIMIT_MEMLOCK
+ * (8 MiB by default), which mlockall accepts but which then refuses the
+ * host's own later allocations, with or without a shim. */
 void test_mlockall(void)
 {
 	const size_t n = HOST_MIB;
 	unsigned char *p, *q, *z;
 	long base, peak;
 	size_t i, nonzero = 0;
+	struct rlimit lim;
 
 	free(malloc(n)); /* the allocator is up before the lock */
+	if (geteuid() != 0 && getrlimit(RLIMIT_MEMLOCK, &lim) == 0 &&
+	    lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < 256 * n) {
+		printf("mlockall: refused\n");
+		return;
+	}
 	if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
 		printf("mlockall: refused\n");
 		return;
