@@ -32,5 +32,10 @@ waitfor() {
 }
 kv() { echo "$2" | sed -n "s/^\(.* \)*$1=\([^ ]*\).*/\2/p"; }
 line() { grep -m 1 "$1" "$2"; }
-# eq A B: the two strings are equal and not empty.
-eq() { [ -n "$1" ] && [ "$1" = "$2" ]; }
+# eq GOT WANT: true when GOT is non-empty and equal to WANT; otherwise
+# prints both, so that a failing check in the guest says what it saw.
+eq() {
+  [ -n "$1" ] && [ "$1" = "$2" ] && return 0
+  printf '  got:  %s\n  want: %s\n' "$1" "$2"
+  return 1
+}
