@@ -82,6 +82,29 @@ static inline void *backend_realloc(void *p, size_t size);
  * was once errno_learn() ran. */
 static inline void backend_free(void *p);
 
+/* glibc's smallest alignment: malloc(1) is 16-byte aligned there, while
+ * jemalloc's, tcmalloc's and mimalloc's 8-byte classes are only 8-byte
+ * aligned. */
+#define GLIBC_MALLOC_ALIGNMENT 16
+
+/*
+ * The alignment glibc's memalign() gives for the one asked, for a backend
+ * that takes powers of two only: at least GLIBC_MALLOC_ALIGNMENT, rounded
+ * up to a power of two; 0, with errno EINVAL, above SIZE_MAX / 2 + 1.
+ */
+static inline size_t glibc_alignment(size_t alignment)
+{
+	if (alignment > SIZE_MAX / 2 + 1) {
+		errno = EINVAL;
+		return 0;
+	}
+	if (alignment < GLIBC_MALLOC_ALIGNMENT)
+		return GLIBC_MALLOC_ALIGNMENT;
+	if (alignment & (alignment - 1))
+		return (size_t)1 << (64 - __builtin_clzll((unsigned long long)alignment));
+	return alignment;
+}
+
 /*
  * glibc's memalign(): any alignment up to SIZE_MAX / 2 + 1 is accepted; one
  * that is not a power of two is rounded up to the next one. A larger one

@@ -20,10 +20,7 @@
 
 #include "backend.h"
 
-/* glibc's smallest alignment: malloc(1) is 16-byte aligned there, while
- * jemalloc's 8-byte class is only 8-byte aligned. */
-#define GLIBC_MALLOC_ALIGNMENT 16
-#define TINY_FLAGS             MALLOCX_ALIGN(GLIBC_MALLOC_ALIGNMENT)
+#define TINY_FLAGS MALLOCX_ALIGN(GLIBC_MALLOC_ALIGNMENT)
 
 /*
  * jemalloc's malloc and free have a fast path that mallocx and dallocx lack
@@ -142,15 +139,9 @@ static inline void backend_free(void *p)
 
 static inline void *backend_memalign(size_t alignment, size_t size)
 {
-	if (alignment > SIZE_MAX / 2 + 1) {
-		errno = EINVAL;
+	alignment = glibc_alignment(alignment);
+	if (alignment == 0)
 		return NULL;
-	}
-	if (alignment < GLIBC_MALLOC_ALIGNMENT)
-		alignment = GLIBC_MALLOC_ALIGNMENT;
-	/* glibc rounds an alignment that is not a power of two up to one. */
-	if (alignment & (alignment - 1))
-		alignment = (size_t)1 << (64 - __builtin_clzll((unsigned long long)alignment));
 	return alloc(size, MALLOCX_ALIGN(alignment));
 }
 

@@ -17,10 +17,6 @@
 
 #include "backend.h"
 
-/* glibc's smallest alignment: malloc(1) is 16-byte aligned there, while
- * tcmalloc's 8-byte size class is only 8-byte aligned. */
-#define GLIBC_MALLOC_ALIGNMENT 16
-
 /* tc_malloc serves sizes from here up with glibc's alignment (and sets
  * ENOMEM itself); smaller ones take this size (malloc(0) too: a unique
  * block, as in glibc). */
@@ -64,15 +60,9 @@ static inline void backend_free(void *p)
 
 static inline void *backend_memalign(size_t alignment, size_t size)
 {
-	if (alignment > SIZE_MAX / 2 + 1) {
-		errno = EINVAL;
+	alignment = glibc_alignment(alignment);
+	if (alignment == 0)
 		return NULL;
-	}
-	if (alignment < GLIBC_MALLOC_ALIGNMENT)
-		alignment = GLIBC_MALLOC_ALIGNMENT;
-	/* glibc rounds an alignment that is not a power of two up to one. */
-	if (alignment & (alignment - 1))
-		alignment = (size_t)1 << (64 - __builtin_clzll((unsigned long long)alignment));
 	return tc_memalign(alignment, size);
 }
 
