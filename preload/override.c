@@ -159,8 +159,8 @@ SCRATCH_COLD static bool shim_start(void)
 	STORE(&region_free, on ? scratch__shim_release : free_early);
 	STORE(&pass_below, below);
 	STORE(&malloc_fast_span, below > BACKEND_FAST_MIN ? below - BACKEND_FAST_MIN : 0);
-	/* Last, the spans: a request pooled on another thread meanwhile finds the region
-	 * known to free (x86-64 keeps stores in order). */
+	/* Last, the spans: a request pooled on another thread meanwhile finds
+	 * the region known to free (x86-64 keeps stores in order). */
 	STORE(&pool_span, on ? hi - lo + 1 : 0);
 	STORE(&malloc_pool_end, on && below > BACKEND_FAST_MIN ? hi - BACKEND_FAST_MIN + 1 : 0);
 	__atomic_store_n(&mode, on ? MODE_POOLS : MODE_PASS, __ATOMIC_RELEASE);
