@@ -79,7 +79,10 @@ struct blk {
 	uint8_t cls;
 	uint8_t state;
 	uint8_t fresh; /* pages read as zero (never written since carve/decommit) */
-	uint8_t pad;
+	/* A block below 2 MiB that pages were ever moved into (its start is a
+	 * mapping of its own): counted once against SMALL_MOVE_BLOCKS
+	 * (pool_grow.c). An address's property, as mv. */
+	uint8_t moved_in;
 	/* 2 MiB units at the block's start that are one mapping of their own:
 	 * pages moved in (scratch__block_move); 0 when none ever were. An address's
 	 * property, kept while the block empties and refills. */
@@ -529,7 +532,8 @@ SCRATCH_HIDDEN uint32_t scratch__depot_take_fit(uint64_t size, unsigned bin, uns
  * 0 when its list is empty. */
 SCRATCH_HIDDEN uint32_t scratch__depot_take(unsigned node, unsigned bin);
 SCRATCH_HIDDEN uint64_t scratch__depot_trim(void);
-SCRATCH_HIDDEN uint64_t scratch__depot_shed(unsigned node, unsigned end, uint64_t bytes);
+SCRATCH_HIDDEN uint64_t scratch__depot_shed(unsigned node, unsigned start, unsigned end,
+                                            uint64_t bytes);
 SCRATCH_HIDDEN void scratch__block_emptied(struct blk *d, bool kept);
 SCRATCH_HIDDEN void scratch__block_empty_from(uint32_t id, uint64_t from);
 SCRATCH_HIDDEN void scratch__block_empty(uint32_t id);

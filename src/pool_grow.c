@@ -62,6 +62,61 @@ bool scratch__pages_locked(void)
 }
 
 /*
+ * Blocks below 2 MiB move their pages too, a page table's worth of 4 KiB
+ * entries: a set of buffers that grows past a class (K/V caches copied
+ * out every token, freed late by a garbage collector) otherwise faults
+ * the new blocks' pages while the pages of the blocks it outgrew go back
+ * to the OS. On the development VM, moving 640 KiB costs about 90 us and
+ * faulting it again 1.7 ms (a fault is some 11 us there).
+ *
+ * The kernel makes each moved range a mapping of its own and does not
+ * merge it back, so the blocks that may take pages are limited: at most
+ * SMALL_MOVE_BLOCKS distinct ones, each with moved_in set (a block's
+ * address comes back to its class when it empties, so a set that grows
+ * reuses the same ones), and only at the block's start, from one source
+ * of a smaller class, whose whole capacity moves: the mappings inside a
+ * block end at class sizes. At most about three mappings a block, some
+ * 12 000 of the default 65 530 (vm.max_map_count) when all are used.
+ */
+#define SMALL_MOVE_BLOCKS 4096
+static uint32_t small_move_blocks; /* blocks with moved_in set; under g.lock */
+
+/* May dst, a block below 2 MiB, take pages? Counts it in when it can.
+ * Under g.lock. */
+static bool small_move_room(struct blk *dst)
+{
+	if (dst->moved_in)
+		return true;
+	if (small_move_blocks >= SMALL_MOVE_BLOCKS)
+		return false;
+	small_move_blocks++;
+	dst->moved_in = 1;
+	return true;
+}
+
+/* scratch__block_move for a dst below 2 MiB: all of src's capacity (a
+ * smaller class) to dst's start, at most room bytes (a multiple of
+ * pages). Kernels that move within one mapping only (before 6.17) refuse
+ * a src that took pages itself: then no more such moves. */
+static uint64_t block_move_small(struct blk *src, struct blk *dst, uint64_t room)
+{
+	uint64_t len = g.cls_size[src->cls];
+	int err;
+
+	if (len > room || __atomic_load_n(&move_one_map, __ATOMIC_RELAXED))
+		return 0;
+	err = scratch__os_move_pages((void *)blk_addr(src), (void *)blk_addr(dst), len);
+	if (err == -EFAULT)
+		__atomic_store_n(&move_one_map, true, __ATOMIC_RELAXED);
+	if (err == -EINVAL || err == -EPERM || err == -ENOSYS)
+		__atomic_store_n(&move_off, true, __ATOMIC_RELAXED);
+	if (err != 0)
+		return 0;
+	dst->fresh = 0;
+	return len;
+}
+
+/*
  * Move the pages of idle block src into block dst, which has a larger
  * class, at byte off of it, at most room bytes (both multiples of 2 MiB):
  * a 2 MiB page moves as one page-table entry, in microseconds, where
@@ -86,6 +141,8 @@ uint64_t scratch__block_move(struct blk *src, struct blk *dst, uint64_t off, uin
 	void *from = (void *)blk_addr(src), *to = (void *)(blk_addr(dst) + off);
 	int err;
 
+	if (g.cls_size[src->cls] < HUGE_SIZE)
+		return block_move_small(src, dst, room);
 	if (len > room)
 		len = room;
 	if (__atomic_load_n(&move_one_map, __ATOMIC_RELAXED) && mv != 0 && mv < len)
@@ -211,12 +268,17 @@ void scratch__carve_shed(struct tcache *tc, unsigned bin, uint64_t lease, uint64
 		}
 	if (shed != 0)
 		count_retained(tc->c, -(int64_t)shed);
-	/* The cache within its eighth, the depot's blocks of the classes below
-	 * give back what is left of the new pages' worth: a set of buffers
-	 * that moved up left them there (freed by other threads, past the
-	 * cache's room), and no request of theirs is coming back. */
+	/* The cache within its eighth, the depot's blocks of the classes just
+	 * below (within GROWTH_WINDOW, 4x) give back what is left of the new
+	 * pages' worth: a set of buffers that moved up left them there (freed
+	 * by other threads, past the cache's room), and no request of theirs
+	 * is coming back. Not those of sets far below: a 16 MiB arena chunk
+	 * once gave back the idle blocks a growing K/V set of 1 MiB buffers
+	 * was about to take (ONNX Runtime, docs/performance.md). */
 	if (tc->cached_bytes <= shed_keep(tc, lease) && shed < budget)
-		(void)scratch__depot_shed(scratch__here_node(), bin, budget - shed);
+		(void)scratch__depot_shed(scratch__here_node(),
+		                          bin > GROWTH_WINDOW ? bin - GROWTH_WINDOW : 0, bin,
+		                          budget - shed);
 }
 
 /* The class of tc's idle block below bin with the most pages to move
@@ -241,6 +303,70 @@ static unsigned move_source(const struct tcache *tc, unsigned bin, uint64_t room
 	return best;
 }
 
+/* The class of the idle block below bin, smaller than 2 MiB, with the
+ * most pages written (ext), none above room and at least half of it (a
+ * move that brings a few pages is not worth a mapping): tc's own bins'
+ * heads, or with depot node's depot lists' heads; 0 when none has. */
+static unsigned move_source_small(const struct tcache *tc, unsigned bin, uint64_t room,
+                                  bool depot, unsigned node)
+{
+	unsigned best = 0;
+	uint64_t best_ext = 0;
+
+	for (unsigned b = g.cls_base; b < bin && b < HUGE_BIN && g.cls_size[b] <= room; b++) {
+		uint32_t h = depot ? g.depot_head[node][b] : tc->bins[b].head;
+		uint64_t ext = h != 0 ? g.blk[h].ext : 0;
+
+		if (ext > best_ext && 2 * ext >= room) {
+			best = b;
+			best_ext = ext;
+		}
+	}
+	return best;
+}
+
+/*
+ * scratch__carve_move for a dst below 2 MiB: one idle block below bin,
+ * the one with the most pages written (tc's own, else this node's in the
+ * depot), moves all its pages to dst's start (block_move_small), within
+ * the request's pages, and empties. Under g.lock (dropped around the
+ * move).
+ */
+static uint64_t carve_move_small(struct tcache *tc, unsigned bin, uint64_t size, uint32_t dst,
+                                 uint64_t *ret_moved)
+{
+	const uint64_t room = (size + PAGE_SIZE - 1) & ~(uint64_t)(PAGE_SIZE - 1);
+	const unsigned node = scratch__here_node();
+	bool depot = false;
+	uint64_t moved;
+	unsigned b, db;
+	uint32_t id;
+
+	if (__atomic_load_n(&move_off, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&move_one_map, __ATOMIC_RELAXED) || scratch__tls_prefix != 0)
+		return 0;
+	b = move_source_small(tc, bin, room, false, node);
+	db = move_source_small(tc, bin, room, true, node);
+	if (db != 0 && (b == 0 || g.blk[g.depot_head[node][db]].ext > g.blk[tc->bins[b].head].ext)) {
+		depot = true;
+		b = db;
+	}
+	if (b == 0 || scratch__pages_locked() || !small_move_room(&g.blk[dst]))
+		return 0;
+	id = depot ? scratch__depot_take(node, b) : bin_pop(tc, b);
+	pthread_mutex_unlock(&g.lock);
+	moved = scratch__block_move(&g.blk[id], &g.blk[dst], 0, room);
+	pthread_mutex_lock(&g.lock);
+	scratch__block_empty_from(id, moved);
+	if (moved != 0)
+		g.blk[dst].ext = moved < size ? moved : size;
+	*ret_moved = moved;
+	if (depot)
+		return 0;
+	count_retained(tc->c, -(int64_t)g.cls_size[b]);
+	return g.cls_size[b];
+}
+
 /*
  * A new block dst for a request of size (class bin) starts with the pages
  * of idle blocks below bin, which could not serve it, the ones with the
@@ -253,8 +379,8 @@ static unsigned move_source(const struct tcache *tc, unsigned bin, uint64_t room
  * capacity that left tc's cache, with the bytes moved in *ret_moved.
  * Under g.lock (dropped around each move); tc is the caller's, busy.
  */
-uint64_t scratch__carve_move(struct tcache *tc, unsigned bin, uint64_t size, uint32_t dst,
-                             uint64_t *ret_moved)
+static uint64_t carve_move_huge(struct tcache *tc, unsigned bin, uint64_t size, uint32_t dst,
+                                uint64_t *ret_moved)
 {
 	const uint64_t want = (size + HUGE_SIZE - 1) & ~(HUGE_SIZE - 1);
 	const unsigned node = scratch__here_node();
@@ -262,7 +388,6 @@ uint64_t scratch__carve_move(struct tcache *tc, unsigned bin, uint64_t size, uin
 	bool depot = false;
 	unsigned b;
 
-	*ret_moved = 0;
 	if (__atomic_load_n(&move_off, __ATOMIC_RELAXED) || off >= want ||
 	    (move_source(tc, bin, want - off, false, node) == 0 &&
 	     move_source(tc, bin, want - off, true, node) == 0) ||
@@ -297,5 +422,21 @@ uint64_t scratch__carve_move(struct tcache *tc, unsigned bin, uint64_t size, uin
 	}
 	if (off > scratch__tls_prefix)
 		g.blk[dst].ext = off < size ? off : size;
+	return out;
+}
+
+uint64_t scratch__carve_move(struct tcache *tc, unsigned bin, uint64_t size, uint32_t dst,
+                             uint64_t *ret_moved)
+{
+	uint64_t out;
+
+	*ret_moved = 0;
+	if (g.cls_size[g.blk[dst].cls] < HUGE_SIZE)
+		return carve_move_small(tc, bin, size, dst, ret_moved);
+	out = carve_move_huge(tc, bin, size, dst, ret_moved);
+	/* none of 2 MiB or more: one below, unless dst is to get huge pages
+	 * (its first one would become small ones) */
+	if (*ret_moved == 0 && !g.conf.thp)
+		out += carve_move_small(tc, bin, size, dst, ret_moved);
 	return out;
 }

@@ -353,13 +353,15 @@ uint64_t scratch__depot_trim(void)
 	return total;
 }
 
-/* Return the pages of node's depot blocks of the classes below end,
- * smallest first, until bytes have gone back. Returns the bytes. */
-uint64_t scratch__depot_shed(unsigned node, unsigned end, uint64_t bytes)
+/* Return the pages of node's depot blocks of the classes from start up to
+ * end (not included), smallest first, until bytes have gone back. Returns
+ * the bytes. */
+uint64_t scratch__depot_shed(unsigned node, unsigned start, unsigned end, uint64_t bytes)
 {
 	uint64_t total = 0;
 
-	for (unsigned bin = g.cls_base; bin < end && total < bytes; bin++)
+	for (unsigned bin = start > g.cls_base ? start : g.cls_base; bin < end && total < bytes;
+	     bin++)
 		while (g.depot_head[node][bin] != 0 && total < bytes)
 			total += depot_empty(node, bin);
 	if (total == 0)

@@ -167,7 +167,10 @@ static uint32_t depot_or_carve(struct tcache *tc, uint64_t size, unsigned bin, b
 	if (id != 0) {
 		uint64_t out = scratch__carve_move(tc, bin, size, id, &moved);
 
-		if (out < g.cls_size[want])
+		/* a block that took a small block's pages (all moves of
+		 * less than 2 MiB are) adds only its tail: no idle pages to
+		 * give back for it */
+		if (out < g.cls_size[want] && (moved == 0 || moved >= HUGE_SIZE))
 			scratch__carve_shed(tc, bin, g.cls_size[want], g.cls_size[want] - out);
 	}
 	pthread_mutex_unlock(&g.lock);

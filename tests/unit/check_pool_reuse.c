@@ -712,6 +712,118 @@ START_TEST(test_depot_below_a_miss_moves)
 }
 END_TEST
 
+/*
+ * A set of buffers below 2 MiB that moves up a class while the blocks it
+ * outgrew are idle (a collector freed them): each new block starts with
+ * the pages of one of them, moved (mremap), not faulted again: the data is
+ * in the new block, the old one holds no page, nothing went back to the
+ * OS. Round after round between the same addresses makes no new mappings.
+ */
+START_TEST(test_small_set_moves_pages)
+{
+	const size_t lo = 600 * KIB, up = 700 * KIB;
+	const size_t lo_cap = scratch_class_size(lo);
+	int first = 0;
+
+	conf_add("decay_ms:0");
+	for (int round = 0; round < 20; round++) {
+		char *old[6], *next[6];
+		uint64_t moved = total_stats().moved, trimmed = total_stats().trimmed;
+		unsigned seen = 0;
+
+		for (int i = 0; i < 6; i++) {
+			old[i] = scratch_acquire(lo);
+			ck_assert_ptr_nonnull(old[i]);
+			memset(old[i], 'a' + i, lo);
+		}
+		for (int i = 0; i < 6; i++)
+			scratch_release(old[i]);
+		for (int i = 0; i < 6; i++) {
+			next[i] = scratch_acquire(up);
+			ck_assert_ptr_nonnull(next[i]);
+			ck_assert_int_ge(next[i][0], 'a');
+			ck_assert_int_le(next[i][0], 'f');
+			ck_assert_int_eq(next[i][lo - 1], next[i][0]);
+			ck_assert_int_eq(next[i][up - 1], 0); /* its own tail: fresh */
+			seen |= 1u << (next[i][0] - 'a');
+		}
+		ck_assert_uint_eq(seen, 0x3f); /* each old block's pages, once */
+		ck_assert_uint_eq(total_stats().moved - moved, 6 * lo_cap);
+		ck_assert_uint_eq(total_stats().trimmed - trimmed, 0);
+		for (int i = 0; i < 6; i++)
+			ck_assert_uint_eq(resident_bytes(old[i], lo_cap), 0);
+		for (int i = 0; i < 6; i++)
+			scratch_release(next[i]);
+		scratch_trim(); /* all empty: the next round takes the same addresses */
+		if (round == 0)
+			first = mapping_count();
+	}
+	ck_assert_int_le(mapping_count(), first + 2);
+	expect_pool(0, 0);
+}
+END_TEST
+
+/* A block of 2 MiB or more whose request outgrew an idle block below 2
+ * MiB starts with that block's pages too; not with thp:true, whose huge
+ * first page the move would break into small ones. */
+static void small_into_large(bool thp)
+{
+	char *a, *b;
+
+	conf_add(thp ? "decay_ms:0,thp:true" : "decay_ms:0");
+	a = scratch_acquire(1200 * KIB);
+	memset(a, 0x7e, 1200 * KIB);
+	scratch_release(a);
+	b = scratch_acquire(2 * MIB);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_uint_eq(thread_stats().misses, 2);
+	if (thp) {
+		ck_assert_uint_eq(total_stats().moved, 0);
+		ck_assert_int_eq(b[0], 0);
+	} else {
+		ck_assert_uint_eq(total_stats().moved, scratch_class_size(1200 * KIB));
+		ck_assert_int_eq(b[0], 0x7e);
+		ck_assert_int_eq(b[1200 * KIB - 1], 0x7e);
+		ck_assert_uint_eq(resident_bytes(a, 1200 * KIB), 0);
+	}
+	scratch_release(b);
+}
+
+START_TEST(test_small_pages_move_into_large_block)
+{
+	small_into_large(false);
+}
+END_TEST
+
+START_TEST(test_small_pages_stay_under_thp)
+{
+	small_into_large(true);
+}
+END_TEST
+
+/* A miss more than 4x above the depot's idle blocks leaves them there:
+ * they are another set's (an arena chunk of 16 MiB once took the blocks
+ * of a growing K/V set of 1 MiB buffers), and that set takes them next. */
+START_TEST(test_depot_far_below_a_miss_stays)
+{
+	uint64_t trimmed;
+	void *p, *q;
+
+	conf_add("decay_ms:0");
+	(void)run_thread(leave_four_in_depot, NULL);
+	trimmed = total_stats().trimmed;
+	p = scratch_acquire(16 * MIB);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq(thread_stats().misses, 1);
+	ck_assert_uint_eq(total_stats().trimmed - trimmed, 0);
+	ck_assert_uint_eq(total_stats().retained, 4 * MIB + scratch_usable_size(p));
+	q = scratch_acquire(MIB);
+	ck_assert_uint_eq(thread_stats().misses, 1); /* from the depot */
+	scratch_release(q);
+	scratch_release(p);
+}
+END_TEST
+
 /* NUMA nodes online in sysfs ("0", "0-1", "0,2-3"), a source apart from
  * the pools' own get_mempolicy(2); 0 when it cannot be read. */
 static int nodes_online(void)
@@ -845,6 +957,10 @@ Suite *pool_reuse_suite(void)
 	tcase_add_test(tc, test_set_moving_up_doubles);
 	tcase_add_test(tc, test_depot_below_a_miss_sheds);
 	tcase_add_test(tc, test_depot_below_a_miss_moves);
+	tcase_add_test(tc, test_small_set_moves_pages);
+	tcase_add_test(tc, test_small_pages_move_into_large_block);
+	tcase_add_test(tc, test_small_pages_stay_under_thp);
+	tcase_add_test(tc, test_depot_far_below_a_miss_stays);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("nodes");
