@@ -5,7 +5,8 @@
  * just below it, within 4x) carves twice the request: a buffer that grows
  * every token costs one new block per doubling. A new block starts with
  * the pages of the thread's idle blocks below its class, moved
- * (scratch__carve_move: mremap, not faulted again), and returns the pages
+ * (scratch__carve_move: mremap, not faulted again; below 2 MiB, one
+ * block's, into at most SMALL_MOVE_BLOCKS blocks), and returns the pages
  * of those left beyond 1/8 of what the thread has leased
  * (scratch__carve_shed), so growth leaves no trail of resident idle
  * blocks. realloc's growth of a pool block moves its pages the same way
