@@ -143,6 +143,8 @@ struct audit_thread {
 	int node;                       /* that CPU's node, -1 when unknown */
 	topology_nodeset_t affinity;    /* nodes it may run on, 0 when unknown */
 	topology_nodeset_t fault_nodes; /* nodes of the CPUs its sampled faults came from */
+	int fault_last_node;            /* the node of its latest sampled fault, -1: none */
+	uint64_t fault_last_ns;         /* that fault's time (CLOCK_MONOTONIC) */
 	uint64_t used_bytes;            /* present bytes of the blocks it uses */
 	uint64_t remote_bytes;          /* of those, on another node than its node */
 	uint64_t first_touched;         /* bytes it first-touched (sampled) */

@@ -373,11 +373,15 @@ static int join_blocks(struct join *j)
 }
 
 /* A thread that ended before a look at /proc saw it: its node is the
- * one all its sampled faults came from, when there is one. */
+ * one its latest sampled fault came from, where it ran last, as a live
+ * thread's is its last CPU's. Not the one all its faults came from: a
+ * thread that pins itself on another node faults its first stack pages
+ * where it was created, and would have had none (a guest test lost that
+ * race once). */
 static void node_from_faults(struct audit_thread *t)
 {
-	if (t->node < 0 && t->fault_nodes != 0 && (t->fault_nodes & (t->fault_nodes - 1)) == 0)
-		t->node = __builtin_ctzll(t->fault_nodes);
+	if (t->node < 0 && t->fault_nodes != 0 && t->fault_last_node >= 0)
+		t->node = t->fault_last_node;
 }
 
 static int threads_out(struct audit *a, struct audit_result *r)

@@ -67,6 +67,7 @@ struct audit_thread *audit__thread_find(struct audit *a, pid_t tid, bool add)
 	n[a->nthreads].t.tid = tid;
 	n[a->nthreads].t.cpu = -1;
 	n[a->nthreads].t.node = -1;
+	n[a->nthreads].t.fault_last_node = -1;
 	return &n[a->nthreads++].t;
 }
 
@@ -120,16 +121,22 @@ static int threads_refresh(struct audit *a)
 /* Samples                                                                 */
 /* ---------------------------------------------------------------------- */
 
-/* Note that thread tid faulted a page on cpu. */
-static void fault_node(struct audit *a, pid_t tid, int cpu)
+/* Note that thread tid faulted a page on cpu at time ns. */
+static void fault_node(struct audit *a, pid_t tid, int cpu, uint64_t ns)
 {
 	struct audit_thread *t;
 	int node;
 
 	node = a->have_topo ? topology_cpu_node(&a->topo, cpu) : -1;
 	t = audit__thread_find(a, tid, true);
-	if (t != NULL && node >= 0 && node < TOPOLOGY_MAX_NODES)
-		t->fault_nodes |= (topology_nodeset_t)1 << node;
+	if (t == NULL || node < 0 || node >= TOPOLOGY_MAX_NODES)
+		return;
+	t->fault_nodes |= (topology_nodeset_t)1 << node;
+	/* the rings are drained one CPU after another: the latest by time */
+	if (t->fault_nodes == ((topology_nodeset_t)1 << node) || ns >= t->fault_last_ns) {
+		t->fault_last_node = node;
+		t->fault_last_ns = ns;
+	}
 }
 
 /* Every sample of the whole process is kept (touch.h): the pools' pages
@@ -141,7 +148,7 @@ static void on_sample(const struct faults_sample *s, void *arg)
 	a->samples_kept += !s->major;
 	touch_add(&a->touch, s->addr, s->tid, (int)s->cpu, s->time_ns, s->major);
 	if (!s->major)
-		fault_node(a, s->tid, (int)s->cpu);
+		fault_node(a, s->tid, (int)s->cpu, s->time_ns);
 }
 
 void audit__drain(struct audit *a)
@@ -696,8 +703,11 @@ static void touches_clear(struct audit *a)
 {
 	touch_free(&a->touch);
 	audit__inventory_free(a);
-	for (size_t i = 0; i < a->nthreads; i++)
+	for (size_t i = 0; i < a->nthreads; i++) {
 		a->threads[i].t.fault_nodes = 0;
+		a->threads[i].t.fault_last_node = -1;
+		a->threads[i].t.fault_last_ns = 0;
+	}
 }
 
 static bool stop_signal(int sig)
