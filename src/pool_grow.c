@@ -308,8 +308,8 @@ static unsigned move_source(const struct tcache *tc, unsigned bin, uint64_t room
  * most pages written (ext), none above room and at least half of it (a
  * move that brings a few pages is not worth a mapping): tc's own bins'
  * heads, or with depot node's depot lists' heads; 0 when none has. */
-static unsigned move_source_small(const struct tcache *tc, unsigned bin, uint64_t room,
-                                  bool depot, unsigned node)
+static unsigned move_source_small(const struct tcache *tc, unsigned bin, uint64_t room, bool depot,
+                                  unsigned node)
 {
 	unsigned best = 0;
 	uint64_t best_ext = 0;
@@ -348,7 +348,8 @@ static uint64_t carve_move_small(struct tcache *tc, unsigned bin, uint64_t size,
 		return 0;
 	b = move_source_small(tc, bin, room, false, node);
 	db = move_source_small(tc, bin, room, true, node);
-	if (db != 0 && (b == 0 || g.blk[g.depot_head[node][db]].ext > g.blk[tc->bins[b].head].ext)) {
+	if (db != 0 &&
+	    (b == 0 || g.blk[g.depot_head[node][db]].ext > g.blk[tc->bins[b].head].ext)) {
 		depot = true;
 		b = db;
 	}
