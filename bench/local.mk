@@ -10,11 +10,13 @@
 # bench/README.md describes how to run it, the method and the tables.
 EXTRA_DIST += bench/README.md
 noinst_PROGRAMS += bench/decode bench/small bench/pair bench/churn bench/grow bench/spawn \
-	bench/audit_scale
+	bench/audit_scale bench/kvset
 bench_decode_SOURCES = bench/decode.c bench/bench.h
 bench_decode_LDADD = $(PTHREAD_LIBS)
 bench_churn_SOURCES = bench/churn.c bench/bench.h
 bench_grow_SOURCES = bench/grow.c bench/bench.h
+bench_kvset_SOURCES = bench/kvset.c bench/bench.h
+bench_kvset_LDADD = $(PTHREAD_LIBS)
 bench_spawn_SOURCES = bench/spawn.c bench/bench.h
 bench_spawn_LDADD = $(PTHREAD_LIBS)
 bench_small_SOURCES = bench/small.c bench/bench.h

@@ -5,11 +5,11 @@
 
 With RESULTS alone it prints everything the run printed on its standard output:
 the header, then each section the file holds, in the order they ran.
---section prints one section (header, decode, vary, churn, grow, spawn, stats,
-audit, scale, small, pair, engines, programs) with its caption; run.sh calls it
+--section prints one section (header, decode, vary, churn, grow, kvset, spawn,
+stats, audit, scale, small, pair, engines, programs) with its caption; run.sh calls it
 so after each section's rounds. --table prints one table alone, without its
 caption (decode-default, decode-main-alloc, vary-default, vary-main-alloc,
-churn, grow, spawn, stats, audit, scale, small, pair, engine-torch-b1,
+churn, grow, kvset, spawn, stats, audit, scale, small, pair, engine-torch-b1,
 engine-torch-b4, engine-numpy, engine-ort-b4).
 
 The results file holds one record a line:
@@ -170,7 +170,8 @@ def xfmt(x):
 # --- the results -------------------------------------------------------------
 
 SECTIONS = [
-    "decode", "vary", "churn", "grow", "spawn", "stats", "audit", "scale", "small", "pair",
+    "decode", "vary", "churn", "grow", "kvset", "spawn", "stats", "audit", "scale", "small",
+    "pair",
     "engines",
     "programs"
 ]
@@ -181,6 +182,7 @@ TABLES = {
     "vary-main-alloc": "vary",
     "churn": "churn",
     "grow": "grow",
+    "kvset": "kvset",
     "spawn": "spawn",
     "stats": "stats",
     "audit": "audit",
@@ -543,6 +545,41 @@ class Printer:
                         sprintf("%.3f", r.median(t, c, "seconds")),
                         sprintf("%.1f", div(r.median(t, c, "peak_rss_kib"), 1024)))
 
+    KVSET = BACKENDS[:5] + [("shim-tcmalloc", "shim on tcmalloc", "tcmalloc"),
+                            ("mimalloc", "mimalloc alone", "-"),
+                            ("shim-mimalloc", "shim on mimalloc", "mimalloc")]
+
+    def kvset_table(self, t):
+        """A set of buffers growing together, freed late by another thread."""
+        r = self.r
+        f = "  %-17s %9s %9s %9s %11s %9s %9s\n"
+        self.printf(f, "", "ms a", "x best", "CPU ms", "faults a", "peak RSS", "RSS x")
+        self.printf(f, "allocator", "step", "peer", "a step", "step", "MiB", "best")
+        peers = [c for c, _, b in self.KVSET if b == "-" and r.status(t, c) == ""]
+        best = ""
+        for c in peers:
+            if best == "" or cmp(r.median(t, c, "ms_step"), r.median(t, best, "ms_step")) < 0:
+                best = c
+        for c, name, b in self.KVSET:
+            if self.unmeasured(t, c, name):
+                continue
+            x = xr = ""
+            if best != "":
+                x = r.rmedian(t, best, c, "ms_step")
+                xr = div(r.median(t, c, "peak_rss_kib"), r.median(t, best, "peak_rss_kib"))
+            self.printf(f, name, sprintf("%.2f", r.median(t, c, "ms_step")), xfmt(x),
+                        sprintf("%.2f", r.median(t, c, "cpu_ms_step")),
+                        sprintf("%.1f", r.median(t, c, "faults_step")),
+                        sprintf("%.1f", div(r.median(t, c, "peak_rss_kib"), 1024)), xfmt(xr))
+        if best != "":
+            self.printf("  best peer: %s\n", best)
+        sums = set(v for c, _, _ in self.KVSET for v in split(r.vals.get((t, c, "sum"), "")))
+        if len(sums) == 1:
+            self.printf("  what was read back identical in every run (%s)\n", sums.pop())
+        elif sums:
+            self.printf("  what was read back DIFFERS between runs: %s\n",
+                        " ".join(sorted(sums)))
+
     def first_status(self, t, *cfgs):
         """The first of the configurations' statuses that is not "", or ""."""
         for c in cfgs:
@@ -876,6 +913,20 @@ CAPTIONS = {
    medians of $rounds interleaved rounds. Under the shim a realloc within a block's capacity
    stays in place and one into a larger block moves the pages (mremap) instead of copying
    them. No target: the issue leaves copy or move to measurement.
+""",
+    "kvset": """\
+
+1k. A set of buffers that grows together, freed late by another thread (bench/kvset): the
+   K/V cache a decoder hands to a garbage-collected host (ONNX Runtime under node: 12
+   ArrayBuffers a step, each 8 KiB larger than the step before, freed by V8's collector about
+   a dozen steps later). Each of 200 steps the main thread callocs 12 buffers (512 KiB, plus
+   8 KiB a step), fills each with a copy and reads it back; a second thread frees the buffers
+   of the step 12 before. Milliseconds a step after 8 steps of warm-up (the best peer's over
+   the row's, as a median of per-round ratios: above 1 is faster), CPU time a step (both
+   threads), faults a step and peak RSS, medians of $rounds interleaved rounds. A page heap
+   that joins freed neighbours reuses the set's pages in place; size classes carve a new
+   block at each class the set crosses, whose pages are faulted or moved in.
+   Target: none of its own; the real engine's (table 6) is >= 1.0x the best peer.
 """,
     "spawn": """\
 

@@ -342,6 +342,13 @@ shuffled_rounds grow "realloc growth" 300 \
 report grow
 }
 
+# --- 1k. a set of buffers that grows together, freed late by another thread --
+bench_kvset() {
+shuffled_rounds kvset "K/V set" 600 \
+	"glibc shim-glibc jemalloc shim-jemalloc tcmalloc shim-tcmalloc mimalloc shim-mimalloc" kvset
+report kvset
+}
+
 # --- 1s. fork and exec from a host with big buffers --------------------------
 bench_spawn() {
 shuffled_rounds spawn "fork and exec" 400 \
@@ -609,11 +616,12 @@ done
 report programs
 }
 
-# BENCH_ONLY="small pair" runs only those tables (decode vary churn grow spawn
-# stats audit scale small pair engines programs), for quick iterations on one part.
-for section in ${BENCH_ONLY:-decode vary churn grow spawn stats audit scale small pair engines programs}; do
+# BENCH_ONLY="small pair" runs only those tables (decode vary churn grow kvset
+# spawn stats audit scale small pair engines programs), for quick iterations on
+# one part.
+for section in ${BENCH_ONLY:-decode vary churn grow kvset spawn stats audit scale small pair engines programs}; do
 	case $section in
-	decode | vary | churn | grow | spawn | stats | audit | scale | small | pair | engines | programs)
+	decode | vary | churn | grow | kvset | spawn | stats | audit | scale | small | pair | engines | programs)
 		"bench_$section" ;;
 	*) echo "bench: BENCH_ONLY: unknown section '$section'" >&2 ;;
 	esac
