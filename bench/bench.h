@@ -50,6 +50,15 @@ static inline uint64_t bench_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* Page faults of this process so far (minor and major, every thread). */
+static inline long bench_faults(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_minflt + ru.ru_majflt;
+}
+
 /* The peak resident set in KiB: VmHWM of this process image (ru_maxrss also
  * counts the image before an exec), else ru_maxrss. */
 static inline long bench_peak_rss_kib(void)

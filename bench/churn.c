@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "bench.h"
 
@@ -87,14 +86,6 @@ static void release(struct churn *c, unsigned i)
 	c->live[i] = NULL;
 	c->live_bytes -= c->size[i];
 	c->size[i] = 0;
-}
-
-static long faults(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return ru.ru_minflt + ru.ru_majflt;
 }
 
 static void usage(FILE *out)
@@ -170,7 +161,7 @@ static int churn_run(struct churn *c)
 	for (i = 0; i < c->blocks; i++)
 		if (!refill(c, i, 1))
 			goto out_fail;
-	f0 = faults();
+	f0 = bench_faults();
 	t0 = bench_now_s();
 	for (s = 0; s < c->steps; s++) {
 		i = (unsigned)(bench_next_random(&c->rng) % c->blocks);
@@ -179,7 +170,7 @@ static int churn_run(struct churn *c)
 			goto out_fail;
 	}
 	t1 = bench_now_s();
-	f1 = faults();
+	f1 = bench_faults();
 	printf("churn: %u blocks of %u-%u MiB, %u steps: %.0f steps/s, %.1f faults/step, "
 	       "peak RSS %.1f MiB (live set peak %.1f MiB)\n",
 	       c->blocks, c->min_mib, c->max_mib, c->steps, c->steps / (t1 - t0),

@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "bench.h"
 
@@ -30,14 +29,6 @@ struct grow {
 	unsigned from_mib;
 	unsigned to_mib;
 };
-
-static long faults_now(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return ru.ru_minflt + ru.ru_majflt;
-}
 
 static void usage(FILE *out)
 {
@@ -93,7 +84,7 @@ int main(int argc, char **argv)
 	if (rc != 0)
 		return rc < 0 ? 2 : 0;
 	t0 = bench_now_s();
-	f0 = faults_now();
+	f0 = bench_faults();
 	for (unsigned r = 0; r < g.rounds; r++) {
 		size_t size = (size_t)g.from_mib * MIB, last = (size_t)g.to_mib * MIB;
 		char *buf = malloc(size);
@@ -127,7 +118,7 @@ int main(int argc, char **argv)
 		free(buf);
 	}
 	double secs = bench_now_s() - t0;
-	long faults = faults_now() - f0;
+	long faults = bench_faults() - f0;
 	double us = reallocs ? in_realloc * 1e6 / (double)reallocs : 0;
 
 	printf("grow: %u buffers grown %u -> %u MiB by an eighth: %.1f us per realloc, %.1f "

@@ -26,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "bench.h"
 
@@ -73,14 +72,6 @@ static void *collector(void *arg)
 	}
 	pthread_mutex_unlock(&lock);
 	return NULL;
-}
-
-static long faults_now(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return ru.ru_minflt + ru.ru_majflt;
 }
 
 static void usage(FILE *out)
@@ -172,7 +163,7 @@ int main(int argc, char **argv)
 		if (s == k.warmup) {
 			t0 = bench_now_s();
 			c0 = bench_clock_s(CLOCK_PROCESS_CPUTIME_ID);
-			f0 = faults_now();
+			f0 = bench_faults();
 		}
 		pthread_mutex_lock(&lock);
 		/* this step's row held step s - nrows: wait until it was freed */
@@ -201,7 +192,7 @@ int main(int argc, char **argv)
 	}
 	double secs = bench_now_s() - t0;
 	double cpu = bench_clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
-	long faults = faults_now() - f0;
+	long faults = bench_faults() - f0;
 	unsigned timed = k.steps - k.warmup;
 
 	pthread_mutex_lock(&lock);

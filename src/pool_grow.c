@@ -314,31 +314,34 @@ static unsigned move_source(const struct tcache *tc, unsigned bin, uint64_t room
 	return best;
 }
 
-/* The class of the idle block below bin, smaller than 2 MiB, with the
- * most pages written (ext), none above room and at least half of it (a
- * move that brings a few pages is not worth a mapping): tc's own bins'
- * heads, or with depot node's depot lists' heads; 0 when none has. */
-static unsigned move_source_small(const struct tcache *tc, unsigned bin, uint64_t room, bool depot,
-                                  unsigned node)
+/* The idle block below bin, smaller than 2 MiB, with the most pages
+ * written (ext), its capacity within room and its pages at least half of
+ * it (a move that brings a few pages is not worth a mapping): the head of
+ * one of tc's bins or of node's depot lists (*ret_depot), tc's on a tie.
+ * Its class, 0 when there is none. */
+static unsigned move_source_small(const struct tcache *tc, unsigned bin, uint64_t room,
+                                  unsigned node, bool *ret_depot)
 {
 	unsigned best = 0;
 	uint64_t best_ext = 0;
 
-	for (unsigned b = g.cls_base; b < bin && b < HUGE_BIN && g.cls_size[b] <= room; b++) {
-		uint32_t h = depot ? g.depot_head[node][b] : tc->bins[b].head;
-		uint64_t ext = h != 0 ? g.blk[h].ext : 0;
+	for (unsigned b = g.cls_base; b < bin && b < HUGE_BIN && g.cls_size[b] <= room; b++)
+		for (int depot = 0; depot < 2; depot++) {
+			uint32_t h = depot ? g.depot_head[node][b] : tc->bins[b].head;
+			uint64_t ext = h != 0 ? g.blk[h].ext : 0;
 
-		if (ext > best_ext && 2 * ext >= room) {
-			best = b;
-			best_ext = ext;
+			if (ext > best_ext && 2 * ext >= room) {
+				best = b;
+				best_ext = ext;
+				*ret_depot = depot;
+			}
 		}
-	}
 	return best;
 }
 
 /*
  * scratch__carve_move for a dst below 2 MiB: one idle block below bin,
- * the one with the most pages written (tc's own, else this node's in the
+ * the one with the most pages written (tc's own or this node's in the
  * depot), moves all its pages to dst's start (block_move_small), within
  * the request's pages, and empties. Under g.lock (dropped around the
  * move).
@@ -350,19 +353,13 @@ static uint64_t carve_move_small(struct tcache *tc, unsigned bin, uint64_t size,
 	const unsigned node = scratch__here_node();
 	bool depot = false;
 	uint64_t moved;
-	unsigned b, db;
+	unsigned b;
 	uint32_t id;
 
 	if (__atomic_load_n(&move_off, __ATOMIC_RELAXED) ||
 	    __atomic_load_n(&move_one_map, __ATOMIC_RELAXED) || scratch__tls_prefix != 0)
 		return 0;
-	b = move_source_small(tc, bin, room, false, node);
-	db = move_source_small(tc, bin, room, true, node);
-	if (db != 0 &&
-	    (b == 0 || g.blk[g.depot_head[node][db]].ext > g.blk[tc->bins[b].head].ext)) {
-		depot = true;
-		b = db;
-	}
+	b = move_source_small(tc, bin, room, node, &depot);
 	if (b == 0 || scratch__pages_locked() || !small_move_room(&g.blk[dst]))
 		return 0;
 	id = depot ? scratch__depot_take(node, b) : bin_pop(tc, b);

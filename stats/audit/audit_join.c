@@ -380,7 +380,7 @@ static int join_blocks(struct join *j)
  * race once). */
 static void node_from_faults(struct audit_thread *t)
 {
-	if (t->node < 0 && t->fault_nodes != 0 && t->fault_last_node >= 0)
+	if (t->node < 0 && t->fault_last_node >= 0)
 		t->node = t->fault_last_node;
 }
 

@@ -133,7 +133,7 @@ static void fault_node(struct audit *a, pid_t tid, int cpu, uint64_t ns)
 		return;
 	t->fault_nodes |= (topology_nodeset_t)1 << node;
 	/* the rings are drained one CPU after another: the latest by time */
-	if (t->fault_nodes == ((topology_nodeset_t)1 << node) || ns >= t->fault_last_ns) {
+	if (t->fault_last_node < 0 || ns >= t->fault_last_ns) {
 		t->fault_last_node = node;
 		t->fault_last_ns = ns;
 	}
