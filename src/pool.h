@@ -131,6 +131,8 @@ struct tcache {
 	uint32_t last_miss, prev_miss; /* classes of its last two growths, 0: none */
 	uint32_t nmiss;                /* its misses so far */
 	uint32_t miss_seq[NBINS];      /* per request class: nmiss at its last miss, 0: none */
+	/* per request class, a bit: its last miss carved for a set (pool_grow.c) */
+	uint64_t set_miss[(NBINS + 63) / 64];
 	/* per_node: its thread's node + 1 at its last slow path; 0: none yet */
 	uint32_t node1;
 	uint32_t slow_calls;
@@ -477,7 +479,7 @@ SCRATCH_HIDDEN bool scratch__grow_setup(void);
 SCRATCH_HIDDEN bool scratch__pages_locked(void);
 SCRATCH_HIDDEN uint64_t scratch__block_move(struct blk *src, struct blk *dst, uint64_t off,
                                             uint64_t room);
-SCRATCH_HIDDEN unsigned scratch__growth_class(const struct tcache *tc, uint64_t size, unsigned bin);
+SCRATCH_HIDDEN unsigned scratch__growth_class(struct tcache *tc, uint64_t size, unsigned bin);
 SCRATCH_HIDDEN void scratch__carve_shed(struct tcache *tc, unsigned bin, uint64_t lease,
                                         uint64_t bytes);
 SCRATCH_HIDDEN uint64_t scratch__carve_move(struct tcache *tc, unsigned bin, uint64_t size,

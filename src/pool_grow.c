@@ -169,7 +169,8 @@ uint64_t scratch__block_move(struct blk *src, struct blk *dst, uint64_t off, uin
 
 /*
  * Has a set of buffers below 2 MiB moved up a class: did the class just
- * below bin miss within tc's last SET_WINDOW misses? Many buffers whose
+ * below bin miss within tc's last SET_WINDOW misses, or did bin's own
+ * last miss, within them, carve for such a set? Many buffers whose
  * sizes grow together (a K/V cache of every layer, copied out every
  * token) cross each class boundary as a set, and their old blocks come
  * back only later (freed by a garbage collector, say): each set then
@@ -184,6 +185,15 @@ uint64_t scratch__block_move(struct blk *src, struct blk *dst, uint64_t off, uin
  * against 6.5-6.8 with four times and tcmalloc's 5.3-6.6, at fewer faults
  * and less peak RSS (docs/performance.md). The tail a block does not use
  * costs address space only.
+ *
+ * A set also grows in number after it crossed: a collector that frees
+ * later than before leaves more of its buffers live, and their misses
+ * repeat the new class long after the class below last missed. A miss
+ * whose class's own last miss, within the window, carved for a set
+ * (set_miss) goes on carving four times the request: otherwise those
+ * members got exact-class blocks, faulted whole and moved again at the
+ * next crossing (ONNX Runtime's K/V set at its warm-up's end: 36 such
+ * blocks, 20 MiB of moves in 64 steps).
  */
 #define SET_WINDOW 64
 #define SET_GROWTH 8 /* classes: four times the request */
@@ -195,25 +205,32 @@ static bool set_moved_up(const struct tcache *tc, unsigned bin)
 	if (bin >= HUGE_BIN || bin <= g.cls_base)
 		return false;
 	seq = tc->miss_seq[bin - 1];
-	return seq != 0 && tc->nmiss - seq < SET_WINDOW;
+	if (seq != 0 && tc->nmiss - seq < SET_WINDOW)
+		return true;
+	seq = tc->miss_seq[bin];
+	return seq != 0 && tc->nmiss - seq < SET_WINDOW &&
+	       (tc->set_miss[bin / 64] >> (bin % 64) & 1);
 }
 
 /*
  * The class a miss of size (class bin) carves: four times the request for
- * a set that moved up (set_moved_up). A thread whose last two
- * growths climbed to just below this one (within 4x) is growing a buffer
- * (attention scores gain a row every token): it gets twice the request,
- * so the buffer grows into one new block per doubling rather than one per
- * class (four). Two steps of evidence, so that a program warming up its
- * two or three sizes keeps exact classes. The tail a block does not use
- * costs address space only: untouched pages are never faulted. Within
- * max_size and the fit bound.
+ * a set that moved up (set_moved_up, noted for bin in set_miss). A
+ * thread whose last two growths climbed to just below this one (within
+ * 4x) is growing a buffer (attention scores gain a row every token): it
+ * gets twice the request, so the buffer grows into one new block per
+ * doubling rather than one per class (four). Two steps of evidence, so
+ * that a program warming up its two or three sizes keeps exact classes.
+ * The tail a block does not use costs address space only: untouched
+ * pages are never faulted. Within max_size and the fit bound.
  */
-unsigned scratch__growth_class(const struct tcache *tc, uint64_t size, unsigned bin)
+unsigned scratch__growth_class(struct tcache *tc, uint64_t size, unsigned bin)
 {
 	unsigned want = bin + 4, top = fit_top(size);
+	bool set = set_moved_up(tc, bin);
+	uint64_t bit = UINT64_C(1) << (bin % 64);
 
-	if (set_moved_up(tc, bin))
+	tc->set_miss[bin / 64] = set ? tc->set_miss[bin / 64] | bit : tc->set_miss[bin / 64] & ~bit;
+	if (set)
 		want = bin + SET_GROWTH;
 	else if (tc->prev_miss == 0 || tc->prev_miss >= tc->last_miss || tc->last_miss >= bin ||
 	         bin - tc->prev_miss > GROWTH_WINDOW)

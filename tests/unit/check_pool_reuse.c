@@ -676,6 +676,33 @@ START_TEST(test_set_moving_up_doubles)
 }
 END_TEST
 
+/* A set keeps moving up while it grows in number: a live set that
+ * expands after it crossed (a collector freeing later than before) goes
+ * on missing in its new class long after the class below last missed,
+ * and each of those misses carves four times the request too, so no
+ * member of the set is left in an exact-class block that the next
+ * crossing would have to move. SET_WINDOW (64) misses of the class below
+ * are long past by the last of these. */
+START_TEST(test_set_keeps_moving_up)
+{
+	enum { N = 96 };
+	const size_t lo = 512 * KIB, up = 640 * KIB;
+	void *first, *set[N];
+
+	conf_add("decay_ms:0");
+	first = scratch_acquire(lo);
+	for (int i = 0; i < N; i++) {
+		set[i] = scratch_acquire(up);
+		ck_assert_ptr_nonnull(set[i]);
+		ck_assert_uint_ge(scratch_usable_size(set[i]), 4 * up);
+	}
+	ck_assert_uint_eq(thread_stats().misses, 1 + N);
+	for (int i = 0; i < N; i++)
+		scratch_release(set[i]);
+	scratch_release(first);
+}
+END_TEST
+
 /* Idle blocks in the depot of the classes below a miss (a set of buffers
  * other threads freed past the owner's cache, then outgrew) give their
  * pages back, up to what the miss faults in: the new pages replace old
@@ -989,6 +1016,7 @@ Suite *pool_reuse_suite(void)
 	tcase_add_test(tc, test_shim_move);
 	tcase_add_test(tc, test_growth_one_block_per_doubling);
 	tcase_add_test(tc, test_set_moving_up_doubles);
+	tcase_add_test(tc, test_set_keeps_moving_up);
 	tcase_add_test(tc, test_depot_below_a_miss_sheds);
 	tcase_add_test(tc, test_depot_below_a_miss_moves);
 	tcase_add_test(tc, test_small_set_moves_pages);
