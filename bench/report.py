@@ -10,7 +10,7 @@ stats, audit, scale, small, pair, engines, programs) with its caption; run.sh ca
 so after each section's rounds. --table prints one table alone, without its
 caption (decode-default, decode-main-alloc, vary-default, vary-main-alloc,
 churn, grow, kvset, spawn, stats, audit, scale, small, pair, engine-torch-b1,
-engine-torch-b4, engine-numpy, engine-ort-b4).
+engine-torch-b4, engine-numpy, engine-ort-b4, engine-ort-b4-long).
 
 The results file holds one record a line:
     # TEXT                      a comment
@@ -193,11 +193,14 @@ TABLES = {
     "engine-torch-b4": "engines",
     "engine-numpy": "engines",
     "engine-ort-b4": "engines",
+    "engine-ort-b4-long": "engines",
 }
 ENGINES = [("engine-torch-b1", "PyTorch decode, batch 1", "tok_s", "cpu_tok_ms", "tokens/s"),
            ("engine-torch-b4", "PyTorch decode, batch 4", "tok_s", "cpu_tok_ms", "tokens/s"),
            ("engine-numpy", "numpy temporaries", "it_s", "cpu_it_ms", "iterations/s"),
-           ("engine-ort-b4", "ONNX Runtime decode, batch 4", "tok_s", "cpu_tok_ms", "tokens/s")]
+           ("engine-ort-b4", "ONNX Runtime decode, batch 4", "tok_s", "cpu_tok_ms", "tokens/s"),
+           ("engine-ort-b4-long", "ONNX Runtime decode, batch 4, a longer decode", "tok_s",
+            "cpu_tok_ms", "tokens/s")]
 ENGINE_CFGS = ["glibc", "jemalloc", "jemalloc-tuned", "tcmalloc", "mimalloc", "shim-glibc",
                "shim-jemalloc", "shim-tcmalloc", "shim-mimalloc"]
 PEERS = ["glibc", "jemalloc", "jemalloc-tuned", "jemalloc-never", "tcmalloc", "mimalloc"]
@@ -999,7 +1002,8 @@ CAPTIONS = {
    rounds (each in a new order): eager PyTorch CPU decoding of a small GPT-style model whose
    K/V caches grow by torch.cat every token (batch 1 and 4), numpy elementwise expressions
    over 64 MiB arrays, and an ONNX Runtime decode loop (onnxruntime-node, its arena on, the
-   same decoder exported by PyTorch; batch 4). Steady rate: after each engine's warm-up steps;
+   same decoder exported by PyTorch; batch 4, for $ort_steps steps, and for $ort_long_steps in the
+   longer row, whose K/V pass 2 MiB). Steady rate: after each engine's warm-up steps;
    "x best peer" is the median of per-round ratios to the best of glibc, jemalloc, jemalloc
    tuned, tcmalloc and mimalloc (the one with the best median rate), with the smallest and
    largest of those ratios beside it; CPU x best: the best peer's CPU time per step over the
@@ -1032,6 +1036,8 @@ def caption(res, key):
     settings = dict(res.settings)
     for lib in ("jemalloc", "tcmalloc", "mimalloc"):
         settings[lib] = settings.get(lib) or "not installed"
+    for name in ("ort_steps", "ort_long_steps"):  # results from before they were recorded
+        settings.setdefault(name, "(not recorded)")
     try:
         return string.Template(CAPTIONS[key]).substitute(settings)
     except KeyError as e:
