@@ -38,6 +38,12 @@
  * the kernel CPU time (all threads) of the warm-up beside; sys_ms is the
  * kernel CPU time of the whole run, on this loop nearly all page faults;
  * prefault_ms is what the floor's pre-faulting took before its timer.
+ * steady_refaults_per_token is the steady tokens' faults less the growth of
+ * the peak resident set (VmHWM) over them, in pages: the faults that did not
+ * make the process larger than it had ever been, pages given back and
+ * faulted again (glibc unmaps its large buffers at free and maps them anew).
+ * A new maximum (a draw larger than any before in its block, the scores' new
+ * row) is faulted once and not counted.
  * steady_hot_mib is the hot set of a steady token: the distinct bytes its
  * buffers spanned (the union of the address ranges written, all threads),
  * what the caches must hold; an allocator that gives one thread's buffer the
@@ -51,6 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "bench.h"
 
@@ -344,13 +351,17 @@ struct sample {
 	double cpu; /* user+system seconds of the whole process */
 	double sys; /* system seconds alone: page faults, madvise, mmap */
 	long faults;
+	long peak_kib; /* VmHWM, where asked for (else 0) */
 };
 
-static struct sample take_sample(void)
+/* With peak, the peak resident set too, read first: a page the read itself
+ * faults then counts in both figures. */
+static struct sample take_sample(bool peak)
 {
 	struct rusage ru;
 	struct sample s;
 
+	s.peak_kib = peak ? bench_peak_rss_kib() : 0;
 	getrusage(RUSAGE_SELF, &ru);
 	s.faults = ru.ru_minflt + ru.ru_majflt;
 	s.cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
@@ -521,6 +532,12 @@ static void report(const struct decode *d, struct sample s0, struct sample s1, s
 	double steady_tps = steady / (s2.t - s1.t);
 	double fpt = (double)(s2.faults - s0.faults) / d->tokens;
 	double steady_fpt = (double)(s2.faults - s1.faults) / steady;
+	/* Faults count events and the peak pages: a huge page's one fault can
+	 * raise it by 512, hence the floor at 0. */
+	long page_kib = sysconf(_SC_PAGESIZE) / 1024;
+	long grown = (s2.peak_kib - s1.peak_kib) / (page_kib > 0 ? page_kib : 4);
+	long refaults = s2.faults - s1.faults - (grown > 0 ? grown : 0);
+	double steady_rpt = (double)(refaults > 0 ? refaults : 0) / steady;
 	long rss = bench_peak_rss_kib();
 	const char *variant = d->prealloc ? "prealloc" : d->main_alloc ? "main-alloc" : "default";
 	const char *sizes = d->vary ? "vary" : "fixed";
@@ -528,19 +545,21 @@ static void report(const struct decode *d, struct sample s0, struct sample s1, s
 
 	printf("decode: %u workers, %u tokens x %u layers (%u warm-up), %s, %s sizes: "
 	       "%.2f tokens/s, %.1f faults/token in steady state (%.1f overall), "
-	       "peak RSS %.1f MiB, hot set %.1f MiB a token\n",
+	       "%.1f of them refaults, peak RSS %.1f MiB, hot set %.1f MiB a token\n",
 	       d->workers, d->tokens, d->layers, d->warmup, variant, sizes, tps, steady_fpt, fpt,
-	       (double)rss / 1024.0, hot_mib);
+	       steady_rpt, (double)rss / 1024.0, hot_mib);
 	printf("decode variant=%s sizes=%s threads=%u tokens=%u layers=%u warmup=%u "
 	       "seconds=%.4f tokens_per_s=%.3f steady_tokens_per_s=%.3f faults=%ld "
 	       "faults_per_token=%.2f steady_faults_per_token=%.2f peak_rss_kib=%ld "
 	       "cpu_ms_per_token=%.3f steady_cpu_ms_per_token=%.3f first_token_ms=%.2f "
 	       "steady_ms_per_token=%.3f warmup_excess_ms=%.2f prefault_ms=%.2f "
-	       "warmup_faults=%ld warmup_sys_ms=%.1f sys_ms=%.1f steady_hot_mib=%.1f\n",
+	       "warmup_faults=%ld warmup_sys_ms=%.1f sys_ms=%.1f steady_hot_mib=%.1f "
+	       "steady_refaults_per_token=%.2f\n",
 	       variant, sizes, d->workers, d->tokens, d->layers, d->warmup, secs, tps, steady_tps,
 	       s2.faults - s0.faults, fpt, steady_fpt, rss, (s2.cpu - s0.cpu) * 1e3 / d->tokens,
 	       (s2.cpu - s1.cpu) * 1e3 / steady, tm.first_ms, steady_ms, excess_ms, tm.prefault_ms,
-	       s1.faults - s0.faults, (s1.sys - s0.sys) * 1e3, (s2.sys - s0.sys) * 1e3, hot_mib);
+	       s1.faults - s0.faults, (s1.sys - s0.sys) * 1e3, (s2.sys - s0.sys) * 1e3, hot_mib,
+	       steady_rpt);
 }
 
 /* The timed loop, with the workers already running. */
@@ -567,16 +586,16 @@ static int decode_run(struct decode *d)
 		prefault_all(d, pre_shared, pre_logits);
 		tm.prefault_ms = (bench_now_s() - t) * 1e3;
 	}
-	s0 = take_sample();
+	s0 = take_sample(true);
 	s1 = s0;
 	for (tok = 0; tok < d->tokens; tok++) {
-		struct sample t0 = take_sample(), t1;
+		struct sample t0 = take_sample(tok == d->warmup), t1;
 
 		if (tok == d->warmup)
 			s1 = t0;
 		if (!run_token(d, tok, pre_shared, pre_logits))
 			break;
-		t1 = take_sample();
+		t1 = take_sample(false);
 		if (tok >= d->warmup) /* microseconds: a few dozen ranges */
 			d->hot_bytes += hot_set(d);
 		if (tok == 0)
@@ -585,7 +604,7 @@ static int decode_run(struct decode *d)
 			fprintf(stderr, "decode: token %u: %.2f ms, %ld faults\n", tok,
 			        (t1.t - t0.t) * 1e3, t1.faults - t0.faults);
 	}
-	s2 = take_sample();
+	s2 = take_sample(true);
 	if (!d->failed)
 		report(d, s0, s1, s2, tm);
 out_free:

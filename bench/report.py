@@ -404,15 +404,15 @@ class Printer:
         frss = r.median(t, "floor", "peak_rss_kib") if fl else ""
         bw = r.best_peer(t, "tokens_per_s")
         bs = r.best_peer(t, "steady_tokens_per_s")
-        f = "  %-17s %8s %7s %7s %-4s %7s %-4s %7s %7s %9s %-4s %7s %8s %-4s %6s %7s %6s\n"
+        f = "  %-17s %8s %7s %7s %-4s %7s %-4s %7s %7s %9s %9s %-4s %7s %8s %-4s %6s %7s %6s\n"
         self.printf(f, "", "whole", "whole", "whole", "", "steady", "", "steady", "steady",
-                    "faults/", "", "peak", "peak", "", "token", "warm-up", "hot")
+                    "faults/", "refaults/", "", "peak", "peak", "", "token", "warm-up", "hot")
         self.printf(f, "", "run", "run", "run x", "", "x floor", "", "x best", "by CPU",
-                    "token", "", "RSS", "RSS x", "", "0", "excess", "set")
+                    "token", "token", "", "RSS", "RSS x", "", "0", "excess", "set")
         self.printf(f, "allocator", "tokens/s", "x floor", "best", "", "", "", "peer",
-                    "x floor", "steady", "", "MiB", "floor", "", "ms", "ms", "MiB")
-        self.printf(f, "", "", "", "(>1)", "", "(>=.97)", "", "", "", "(0)", "", "", "(<=1.25)",
-                    "", "", "", "")
+                    "x floor", "steady", "steady", "", "MiB", "floor", "", "ms", "ms", "MiB")
+        self.printf(f, "", "", "", "(>1)", "", "(>=.97)", "", "", "", "", "(0)", "", "",
+                    "(<=1.25)", "", "", "", "")
         for c in DECODE_CFGS:
             if self.unmeasured(t, c, cname(c)):
                 continue
@@ -423,6 +423,7 @@ class Printer:
             xsb = r.rmedian(t, c, bs, "steady_tokens_per_s") if bs != "" else ""
             xc = r.rmedian(t, "floor", c, "steady_cpu_ms_per_token") if fl else ""
             fs = r.median(t, c, "steady_faults_per_token")
+            rf = r.median(t, c, "steady_refaults_per_token")  # "" in runs before it
             rss = r.median(t, c, "peak_rss_kib")
             t1 = r.median(t, c, "first_token_ms")
             ex = r.median(t, c, "warmup_excess_ms")
@@ -431,7 +432,8 @@ class Printer:
                 f, cname(c), sprintf("%.2f", r.median(t, c, "tokens_per_s")), xfmt(xf),
                 xfmt(xb), mark(shim and xb != "", cmp(xb, 1.0) > 0), xfmt(xs),
                 mark(shim and xs != "", cmp(xs, 0.97) >= 0), xfmt(xsb), xfmt(xc),
-                sprintf("%.2f", fs), mark(shim, cmp(fs, 0.05) < 0), sprintf("%.1f", div(rss, 1024)),
+                sprintf("%.2f", fs), "-" if rf == "" else sprintf("%.2f", rf),
+                mark(shim and rf != "", cmp(rf, 0.05) < 0), sprintf("%.1f", div(rss, 1024)),
                 "-" if frss == "" else xfmt(div(rss, frss)),
                 mark(shim and frss != "", cmp(rss, 1.25 * num(frss)) <= 0),
                 "-" if t1 == "" else sprintf("%.0f", t1), "-" if ex == "" else sprintf("%.0f", ex),
@@ -858,7 +860,10 @@ CAPTIONS = {
 """,
     "decode_legend": """\
    Whole-run tokens/s covers every token, warm-up included; steady tokens/s and faults/token
-   (minflt+majflt) the tokens after the warm-up. Ratios are medians of per-round ratios, to the
+   (minflt+majflt) the tokens after the warm-up. Refaults/token: those faults less the growth
+   of the peak resident set (VmHWM, in pages) over the same tokens, the pages faulted again
+   (given back and faulted anew); a new maximum (a buffer larger than any before, the scores'
+   new row) is faulted once and is not one. Ratios are medians of per-round ratios, to the
    floor and to the best peer (of glibc, jemalloc, both tuned jemallocs, tcmalloc and mimalloc,
    the one with the best median, named under the table). Peak RSS is VmHWM. Token 0 ms is the
    first token alone; warm-up excess is what the warm-up tokens took beyond the run's own
@@ -873,7 +878,8 @@ CAPTIONS = {
    largest size and pre-faults it before its timer; each use writes the same bytes as in the
    other runs.
    Targets (shim rows): whole run ahead of every peer (> 1x the best), steady state >= 0.97x
-   the floor, 0 faults per token in steady state, peak RSS <= 1.25x the floor's.
+   the floor, no page faulted twice in the steady state (0 refaults per token; a new maximum
+   must be faulted once), peak RSS <= 1.25x the floor's.
    jemalloc tuned: MALLOC_CONF=$tuned
    (the Intel Extension for PyTorch tuning guide's); jemalloc tuned -1: the same with both
    decay times -1 (never purge), as other PyTorch CPU guides give it.
