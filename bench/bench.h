@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -107,6 +108,46 @@ static inline bool bench_parse_uint(const char *s, unsigned lo, unsigned hi, uns
 		return false;
 	*ret = (unsigned)v;
 	return true;
+}
+
+/* One numeric option of a bench program: "--name N", N in [lo, hi], into
+ * *target. */
+struct bench_opt {
+	const char *name;
+	unsigned *target;
+	unsigned lo, hi;
+};
+
+/* Parse argv, a list of "--name N" options, into opts[0..n). --help or -h
+ * prints usage to standard output and returns 1; an unknown option or a bad
+ * number prints one error (the former with usage) to standard error and
+ * returns -1; else 0. prog names the program in the errors. */
+static inline int bench_parse_opts(const char *prog, int argc, char **argv,
+                                   const struct bench_opt *opts, size_t n, void (*usage)(FILE *))
+{
+	for (int i = 1; i < argc; i += 2) {
+		const char *a = argv[i];
+		const struct bench_opt *o = NULL;
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 1;
+		}
+		for (size_t k = 0; k < n && o == NULL; k++)
+			if (!strcmp(a, opts[k].name))
+				o = &opts[k];
+		if (o == NULL) {
+			fprintf(stderr, "%s: unknown option '%s'\n", prog, a);
+			usage(stderr);
+			return -1;
+		}
+		if (i + 1 >= argc || !bench_parse_uint(argv[i + 1], o->lo, o->hi, o->target)) {
+			fprintf(stderr, "%s: %s needs a number from %u to %u\n", prog, a, o->lo,
+			        o->hi);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 static inline int bench_cmp_double(const void *a, const void *b)

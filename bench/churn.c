@@ -103,43 +103,15 @@ static void usage(FILE *out)
 /* Parse argv into c. Returns 0, 1 (help printed) or -1 (error printed). */
 static int parse_args(int argc, char **argv, struct churn *c)
 {
-	int i;
+	const struct bench_opt opts[] = {
+	        {"--blocks", &c->blocks, 1, MAX_BLOCKS}, {"--steps", &c->steps, 1, 1u << 24},
+	        {"--min", &c->min_mib, 1, 1024},         {"--max", &c->max_mib, 1, 1024},
+	        {"--seed", &c->seed, 0, UINT_MAX},
+	};
+	int rc = bench_parse_opts("churn", argc, argv, opts, sizeof(opts) / sizeof(opts[0]), usage);
 
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		unsigned *target = NULL, lo = 1, hi = 1u << 24;
-
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(stdout);
-			return 1;
-		}
-		if (!strcmp(a, "--blocks")) {
-			target = &c->blocks;
-			hi = MAX_BLOCKS;
-		} else if (!strcmp(a, "--steps")) {
-			target = &c->steps;
-		} else if (!strcmp(a, "--min")) {
-			target = &c->min_mib;
-			hi = 1024;
-		} else if (!strcmp(a, "--max")) {
-			target = &c->max_mib;
-			hi = 1024;
-		} else if (!strcmp(a, "--seed")) {
-			target = &c->seed;
-			lo = 0;
-			hi = UINT_MAX;
-		}
-		if (!target) {
-			fprintf(stderr, "churn: unknown option '%s'\n", a);
-			usage(stderr);
-			return -1;
-		}
-		if (i + 1 >= argc || !bench_parse_uint(argv[i + 1], lo, hi, target)) {
-			fprintf(stderr, "churn: %s needs a number from %u to %u\n", a, lo, hi);
-			return -1;
-		}
-		i++;
-	}
+	if (rc != 0)
+		return rc;
 	if (c->min_mib > c->max_mib) {
 		fprintf(stderr, "churn: --min (%u) must not exceed --max (%u)\n", c->min_mib,
 		        c->max_mib);

@@ -41,30 +41,15 @@ static void usage(FILE *out)
 /* Parse argv into g. Returns 0, 1 (help printed) or -1 (error printed). */
 static int parse_args(int argc, char **argv, struct grow *g)
 {
-	for (int i = 1; i < argc; i += 2) {
-		const char *a = argv[i];
-		unsigned *target;
+	const struct bench_opt opts[] = {
+	        {"--rounds", &g->rounds, 1, 65536},
+	        {"--from", &g->from_mib, 1, 65536},
+	        {"--to", &g->to_mib, 1, 65536},
+	};
+	int rc = bench_parse_opts("grow", argc, argv, opts, sizeof(opts) / sizeof(opts[0]), usage);
 
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(stdout);
-			return 1;
-		}
-		if (!strcmp(a, "--rounds"))
-			target = &g->rounds;
-		else if (!strcmp(a, "--from"))
-			target = &g->from_mib;
-		else if (!strcmp(a, "--to"))
-			target = &g->to_mib;
-		else {
-			fprintf(stderr, "grow: unknown option '%s'\n", a);
-			usage(stderr);
-			return -1;
-		}
-		if (i + 1 >= argc || !bench_parse_uint(argv[i + 1], 1, 65536, target)) {
-			fprintf(stderr, "grow: %s needs a number from 1 to 65536\n", a);
-			return -1;
-		}
-	}
+	if (rc != 0)
+		return rc;
 	if (g->from_mib > g->to_mib) {
 		fprintf(stderr, "grow: --from (%u) must not exceed --to (%u)\n", g->from_mib,
 		        g->to_mib);

@@ -90,36 +90,15 @@ static void usage(FILE *out)
 /* Parse argv into k. Returns 0, 1 (help printed) or -1 (error printed). */
 static int parse_args(int argc, char **argv, struct kvset *k)
 {
-	for (int i = 1; i < argc; i += 2) {
-		const char *a = argv[i];
-		unsigned *target, lo = 1;
+	const struct bench_opt opts[] = {
+	        {"--steps", &k->steps, 1, 65536},   {"--set", &k->set, 1, 65536},
+	        {"--lag", &k->lag, 1, 65536},       {"--from", &k->from_kib, 1, 65536},
+	        {"--grow", &k->grow_kib, 0, 65536}, {"--warmup", &k->warmup, 0, 65536},
+	};
+	int rc = bench_parse_opts("kvset", argc, argv, opts, sizeof(opts) / sizeof(opts[0]), usage);
 
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(stdout);
-			return 1;
-		}
-		if (!strcmp(a, "--steps"))
-			target = &k->steps;
-		else if (!strcmp(a, "--set"))
-			target = &k->set;
-		else if (!strcmp(a, "--lag"))
-			target = &k->lag;
-		else if (!strcmp(a, "--from"))
-			target = &k->from_kib;
-		else if (!strcmp(a, "--grow"))
-			target = &k->grow_kib, lo = 0;
-		else if (!strcmp(a, "--warmup"))
-			target = &k->warmup, lo = 0;
-		else {
-			fprintf(stderr, "kvset: unknown option '%s'\n", a);
-			usage(stderr);
-			return -1;
-		}
-		if (i + 1 >= argc || !bench_parse_uint(argv[i + 1], lo, 65536, target)) {
-			fprintf(stderr, "kvset: %s needs a number from %u to 65536\n", a, lo);
-			return -1;
-		}
-	}
+	if (rc != 0)
+		return rc;
 	if (k->warmup >= k->steps) {
 		fprintf(stderr, "kvset: --warmup (%u) must be below --steps (%u)\n", k->warmup,
 		        k->steps);
