@@ -337,16 +337,16 @@ class Results:
         self.vals[t, c1 + "//" + c2, k] = " ".join(r)
         return self.median(t, c1 + "//" + c2, k)
 
-    def best_peer(self, t, k):
+    def best_peer(self, t, k, lowest=False):
         """Of the comparison allocators measured in table t, the one with the
-        highest median k."""
+        highest median k (with lowest, the lowest: a time)."""
         b = ""
         m = ""
         for p in PEERS:
             if self.status(t, p) != "":
                 continue
             v = self.median(t, p, k)
-            if b == "" or cmp(v, m) > 0:
+            if b == "" or cmp(v, m) * (-1 if lowest else 1) > 0:
                 b = p
                 m = v
         return b
@@ -560,11 +560,7 @@ class Printer:
         f = "  %-17s %9s %9s %9s %11s %9s %9s\n"
         self.printf(f, "", "ms a", "x best", "CPU ms", "faults a", "peak RSS", "RSS x")
         self.printf(f, "allocator", "step", "peer", "a step", "step", "MiB", "best")
-        peers = [c for c, _, b in self.KVSET if b == "-" and r.status(t, c) == ""]
-        best = ""
-        for c in peers:
-            if best == "" or cmp(r.median(t, c, "ms_step"), r.median(t, best, "ms_step")) < 0:
-                best = c
+        best = r.best_peer(t, "ms_step", lowest=True)
         for c, name, b in self.KVSET:
             if self.unmeasured(t, c, name):
                 continue
