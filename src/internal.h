@@ -181,6 +181,11 @@ SCRATCH_HIDDEN bool scratch__os_decommit(void *p, size_t size);
  * tables copied (on), or a copy again (off); false when the kernel refuses
  * (before Linux 4.14). errno is kept. */
 SCRATCH_HIDDEN bool scratch__os_wipe_on_fork(void *p, size_t size, bool on);
+/* Fault the range's pages in, writable, with one call (MADV_POPULATE_WRITE,
+ * Linux 5.14): what a write to each page would do, without a trap per
+ * page. Pages already there keep their contents. false when the kernel
+ * would not (older kernels: then never again; no memory); errno is kept. */
+SCRATCH_HIDDEN bool scratch__os_populate(void *p, size_t size);
 /* Ask for transparent huge pages on the range, or (on false) for none;
  * best effort. */
 SCRATCH_HIDDEN void scratch__os_hugepage(void *p, size_t size, bool on);

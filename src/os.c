@@ -153,6 +153,25 @@ bool scratch__os_wipe_on_fork(void *p, size_t size, bool on)
 	return ok;
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+bool scratch__os_populate(void *p, size_t size)
+{
+	static bool unknown; /* the kernel does not know the advice */
+	int saved = errno;
+	bool ok;
+
+	if (__atomic_load_n(&unknown, __ATOMIC_RELAXED))
+		return false;
+	ok = madvise(p, size, MADV_POPULATE_WRITE) == 0;
+	if (!ok && errno == EINVAL)
+		__atomic_store_n(&unknown, true, __ATOMIC_RELAXED);
+	errno = saved;
+	return ok;
+}
+
 void scratch__os_hugepage(void *p, size_t size, bool on)
 {
 	int saved = errno;

@@ -65,7 +65,7 @@ static inline void *acquire_hit(uint64_t size, void *(*miss)(uint64_t))
 
 static void *acquire_miss(uint64_t size)
 {
-	return scratch__acquire_slow(size, NULL);
+	return scratch__acquire_slow(size, NULL, NULL);
 }
 
 void *scratch_acquire(size_t size)
@@ -74,7 +74,7 @@ void *scratch_acquire(size_t size)
 
 	if (likely(size - __atomic_load_n(&g.min, __ATOMIC_RELAXED) <= span))
 		return acquire_hit(size, acquire_miss);
-	return scratch__acquire_slow(size, NULL);
+	return scratch__acquire_slow(size, NULL, NULL);
 }
 
 static scratch__fallback_fn shim_fallback;
@@ -87,7 +87,7 @@ void scratch__shim_setup(scratch__fallback_fn fallback)
 SCRATCH_COLD static void *shim_acquire_slow(uint64_t size)
 {
 	int saved = errno;
-	void *p = scratch__acquire_slow(size, NULL);
+	void *p = scratch__acquire_slow(size, NULL, NULL);
 	scratch__fallback_fn fallback;
 
 	if (likely(p != NULL))
@@ -105,15 +105,36 @@ void *scratch__shim_acquire(size_t size)
 	return acquire_hit(size, shim_acquire_slow);
 }
 
+/*
+ * Fresh pages already read as zero: writing them would only fault them
+ * in, and a sparse user of a large zeroed block (numpy's zeros) expects
+ * them untouched. A recycled block holds the previous user's data and is
+ * written whole; its pages past what earlier leases wrote (ext) are not
+ * there yet, and the write would fault them one at a time. They come in
+ * with one call first (scratch__os_populate): on the development VM a
+ * page costs 6 us that way against 11 us faulted by the write
+ * (docs/performance.md), a buffer that grows every token (the K/V an
+ * engine copies out each step) gains some pages on every lease. Only the
+ * pages the write is about to fault: the resident set is the same.
+ * Below POPULATE_MIN the call would cost about what it saves.
+ */
+#define POPULATE_MIN (4 * PAGE_SIZE)
+
 void *scratch_acquire_zeroed(size_t size)
 {
 	bool fresh = false;
-	void *p = scratch__acquire_slow(size, &fresh);
+	uint64_t ext = 0;
+	void *p = scratch__acquire_slow(size, &fresh, &ext);
 
-	/* Fresh pages already read as zero: writing them would only fault
-	 * them in. Recycled blocks hold the previous user's data. */
-	if (p != NULL && !fresh)
-		memset(p, 0, size);
+	if (p == NULL || fresh)
+		return p;
+	ext = (ext + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
+	if (ext < size && size - ext >= POPULATE_MIN)
+		(void)scratch__os_populate((char *)p + ext, size - ext);
+	/* all of it: a fast-path lease of the block's class may have written
+	 * past ext (not recorded), and populated pages that were there keep
+	 * their data */
+	memset(p, 0, size);
 	return p;
 }
 

@@ -455,9 +455,14 @@ static inline void count_live(unsigned cls, int64_t n)
 /* ---------------------------------------------------------------------- */
 
 /* pool_slow.c: a block for a pooled request that missed the fast path;
- * *ret_fresh (when not NULL) says whether its pages read as zero. NULL
- * with errno ERANGE (not a pooled size) or ENOMEM. */
-SCRATCH_HIDDEN SCRATCH_COLD void *scratch__acquire_slow(uint64_t size, bool *ret_fresh);
+ * *ret_fresh (when not NULL) says whether its pages read as zero, and
+ * *ret_ext (when not NULL) how many bytes from its start an earlier lease
+ * is known to have written (struct blk's ext before this lease: past it,
+ * the pages were never written since they were last fresh, unless a
+ * fast-path hit of the block's own class wrote them). NULL with errno
+ * ERANGE (not a pooled size) or ENOMEM. */
+SCRATCH_HIDDEN SCRATCH_COLD void *scratch__acquire_slow(uint64_t size, bool *ret_fresh,
+                                                        uint64_t *ret_ext);
 
 /* pool_fork.c has no names of its own; the hooks it calls, in lock order: */
 SCRATCH_HIDDEN void scratch__init_prefork(void);

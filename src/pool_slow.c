@@ -240,7 +240,7 @@ static uint32_t cache_acquire(struct tcache *tc, uint64_t size, unsigned bin, bo
 	return depot_or_carve(tc, size, bin, ret_fresh);
 }
 
-SCRATCH_COLD void *scratch__acquire_slow(uint64_t size, bool *ret_fresh)
+SCRATCH_COLD void *scratch__acquire_slow(uint64_t size, bool *ret_fresh, uint64_t *ret_ext)
 {
 	struct tcache *tc;
 	unsigned bin;
@@ -276,6 +276,8 @@ SCRATCH_COLD void *scratch__acquire_slow(uint64_t size, bool *ret_fresh)
 	scratch__segment_block_lease(id, blk_addr(d), g.cls_size[d->cls], d->cls,
 	                             is_tc(tc) ? tc->tid : 0,
 	                             is_tc(tc) ? tc->tid : scratch__os_gettid());
+	if (ret_ext != NULL)
+		*ret_ext = d->ext;
 	if (d->ext < size)
 		d->ext = size; /* what this lease may write: fits_better() */
 	if (ret_fresh != NULL)
