@@ -235,6 +235,8 @@ SCRATCH_COLD static void release_slow(struct tcache *tc, uint32_t id)
 
 	if (tc == TC_NONE)
 		tc = tc_get(); /* a thread whose first pool call is a free */
+	if (d->owner & OWNER_TAIL)
+		scratch__tail_release(tc, id); /* a limited lease ends */
 	if (d->owner == 0) {
 		/* An orphan lease: straight back to the depot. */
 		pthread_mutex_lock(&g.lock);
@@ -371,6 +373,8 @@ void scratch__shim_release_cold(void *p)
 
 	if (id == 0)
 		return;
+	if (g.blk[id].owner & OWNER_TAIL)
+		scratch__tail_release(tc, id);
 	if (!is_tc(tc) || g.blk[id].owner != tc->tag) {
 		release_block(id);
 		return;
@@ -389,13 +393,16 @@ size_t scratch__shim_move(void *to, void *from)
 	uint32_t s = lent_block(from), d = lent_block(to);
 	struct tcache *tc = scratch__tls_tc;
 	struct blk *src;
-	uint64_t moved;
+	uint64_t moved, room;
 
 	if (s == 0 || d == 0 || g.blk[s].cls >= g.blk[d].cls ||
 	    g.cls_size[g.blk[s].cls] < HUGE_SIZE || scratch__pages_locked())
 		return 0;
 	src = &g.blk[s];
-	moved = scratch__block_move(src, &g.blk[d], 0, g.cls_size[g.blk[d].cls] & ~(HUGE_SIZE - 1));
+	/* no further than its holder may have written (a limited lease) */
+	room = g.cls_size[g.blk[d].cls] < blk_usable(src) ? g.cls_size[g.blk[d].cls]
+	                                                  : blk_usable(src);
+	moved = scratch__block_move(src, &g.blk[d], 0, room & ~(HUGE_SIZE - 1));
 	if (moved == 0)
 		return 0;
 	if (src->ext <= moved)
@@ -445,7 +452,7 @@ size_t scratch_usable_size(const void *p)
 {
 	uint32_t id = lent_block(p);
 
-	return id == 0 ? 0 : g.cls_size[g.blk[id].cls];
+	return id == 0 ? 0 : blk_usable(&g.blk[id]);
 }
 
 size_t scratch_class_size(size_t size)

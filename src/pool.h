@@ -16,6 +16,8 @@
  *   pool_decay.c   decay: its clock, its passes and its thread
  *   pool_tcache.c  thread caches (attach, exit, zombies) and remote frees
  *   pool_gate.c    the gate through which others enter a thread's cache
+ *   pool_tail.c    small leases of large blocks: a limited usable size,
+ *                  and the pages past it given back once the lease lasts
  *   pool_region.c  the region: carving, empty lists, the depot per node
  *   pool_init.c    configuration and set-up, which the others call first
  *
@@ -51,6 +53,9 @@
 #define GATE_BIT    (UINT32_C(1) << 31) /* in trim_epoch while a decay pass is in the caches */
 #define DECAY_MARKS 8
 #define STAMP_MS    (UINT64_C(1) << 63) /* a cached block's stamp is a time (see tc_cut) */
+/* In a leased block's owner: a limited lease (pool_tail.c); tags below it */
+#define OWNER_TAIL 0x8000u
+#define TAIL_SLOTS 8 /* limited leases a thread keeps track of */
 
 #define DEPOT_NODES 64 /* per_node: node ids below this get depot lists of their own */
 
@@ -136,6 +141,14 @@ struct tcache {
 	/* per_node: its thread's node + 1 at its last slow path; 0: none yet */
 	uint32_t node1;
 	uint32_t slow_calls;
+	/* pool_tail.c: its limited leases, each with its usable size and its
+	 * count of slow-path leases at the lease */
+	struct {
+		uint32_t id;
+		uint64_t from, at;
+	} tails[TAIL_SLOTS];
+	uint32_t ntails;
+	uint64_t slow_leases;                 /* slow-path leases so far */
 	uint32_t nmarks;                      /* marks taken; the decay pass's alone */
 	struct decay_mark marks[DECAY_MARKS]; /* the newest DECAY_MARKS of them */
 	uint32_t remote_head __attribute__((aligned(SCRATCH_CACHELINE)));
@@ -267,6 +280,13 @@ static inline uint64_t class_capacity(unsigned gidx)
 static inline uintptr_t blk_addr(const struct blk *d)
 {
 	return g.base + ((uintptr_t)d->pgoff << PAGE_SHIFT);
+}
+
+/* The bytes of leased block d its holder may use: its capacity, or the
+ * usable size of a limited lease (pool_tail.c), kept in next. */
+static inline uint64_t blk_usable(const struct blk *d)
+{
+	return (d->owner & OWNER_TAIL) ? (uint64_t)d->next << PAGE_SHIFT : g.cls_size[d->cls];
 }
 
 /* Bins, the depot and the class table are indexed by the global class
@@ -463,6 +483,19 @@ static inline void count_live(unsigned cls, int64_t n)
  * ERANGE (not a pooled size) or ENOMEM. */
 SCRATCH_HIDDEN SCRATCH_COLD void *scratch__acquire_slow(uint64_t size, bool *ret_fresh,
                                                         uint64_t *ret_ext);
+
+/* pool_tail.c: limit tc's lease of block id, of size, when it uses at
+ * most a quarter of the pages the block's leases wrote (after the block's
+ * owner is set, before its ext takes the request); count a slow-path
+ * lease and give back the pages past the limited leases that outlived
+ * enough of them (tc busy, remote frees drained); the holder's slow
+ * release of a limited lease, or another thread's (tc may be a sentinel),
+ * before anything else reads the block's owner; a block drained from tc's
+ * remote frees. */
+SCRATCH_HIDDEN void scratch__tail_mark(struct tcache *tc, uint32_t id, uint64_t size);
+SCRATCH_HIDDEN void scratch__tail_check(struct tcache *tc);
+SCRATCH_HIDDEN void scratch__tail_release(struct tcache *tc, uint32_t id);
+SCRATCH_HIDDEN void scratch__tail_forget(struct tcache *tc, uint32_t id);
 
 /* pool_fork.c has no names of its own; the hooks it calls, in lock order: */
 SCRATCH_HIDDEN void scratch__init_prefork(void);

@@ -230,6 +230,7 @@ static uint32_t cache_acquire(struct tcache *tc, uint64_t size, unsigned bin, bo
 		pthread_mutex_unlock(&g.lock);
 	}
 	scratch__tc_drain_remote(tc);
+	scratch__tail_check(tc);
 	if (g.nodes > 1)
 		tc_follow_node(tc);
 	if (tc->bins[bin].head != 0)
@@ -260,8 +261,10 @@ SCRATCH_COLD void *scratch__acquire_slow(uint64_t size, bool *ret_fresh, uint64_
 	} else {
 		scratch__tc_enter(tc);
 		id = cache_acquire(tc, size, bin, &fresh);
-		if (id != 0)
+		if (id != 0) {
 			g.blk[id].owner = (uint16_t)tc->tag;
+			scratch__tail_mark(tc, id, size);
+		}
 		scratch__tc_leave(tc);
 		scratch__decay_slow_event(tc);
 	}

@@ -84,6 +84,7 @@ void scratch__tc_drain_remote(struct tcache *tc)
 
 		next = d->next;
 		SCRATCH_ASSERT(d->state == BLK_REMOTE && d->owner == tc->tag);
+		scratch__tail_forget(tc, id);
 		/* the limit from conf: g.cache_limit is 0 while a gate is up */
 		if (b->count < g.conf.cache_count && tc->cached_bytes + cap <= g.cache_bytes) {
 			if (now == 0) /* idle from now on, for the decay */

@@ -282,6 +282,90 @@ static size_t resident_bytes(const void *p, size_t len)
 	return res * 4 * KIB;
 }
 
+static void *release_it(void *p)
+{
+	scratch_release(p);
+	return NULL;
+}
+
+/* Slow-path leases (a zeroed one always is) of this thread, each let go. */
+static void slow_leases(int n)
+{
+	for (int i = 0; i < n; i++)
+		scratch_release(scratch_acquire_zeroed(64 * KIB));
+}
+
+/* A 2 MiB request served by the idle block of a 16 MiB buffer is a limited
+ * lease (pool_tail.c): its usable size is 2 MiB, and once it has outlived
+ * 32 slow-path leases of its thread the pages past it go back, its own
+ * kept. Released, the block is whole again. */
+START_TEST(test_long_small_lease_gives_tail_back)
+{
+	char *big = scratch_acquire(16 * MIB), *p;
+	size_t cap = scratch_usable_size(big), trimmed;
+
+	ck_assert_ptr_nonnull(big);
+	memset(big, 0x11, 16 * MIB);
+	scratch_release(big);
+	trimmed = total_stats().trimmed;
+	p = scratch_acquire(2 * MIB);
+	ck_assert_ptr_eq(p, big);
+	ck_assert_uint_eq(scratch_usable_size(p), 2 * MIB);
+	memset(p, 0x22, 2 * MIB);
+	slow_leases(31);
+	ck_assert_uint_eq(resident_bytes(p, 16 * MIB), 16 * MIB); /* not yet */
+	slow_leases(1);
+	ck_assert_uint_eq(resident_bytes(p, 16 * MIB), 2 * MIB);
+	ck_assert_uint_eq(total_stats().trimmed - trimmed, cap - 2 * MIB);
+	for (size_t i = 0; i < 2 * MIB; i += 4 * KIB)
+		ck_assert_int_eq(p[i], 0x22);
+	ck_assert_int_eq(p[2 * MIB - 1], 0x22);
+	scratch_release(p);
+	p = scratch_acquire(16 * MIB); /* its own class: the fast path */
+	ck_assert_ptr_eq(p, big);
+	ck_assert_uint_eq(scratch_usable_size(p), cap);
+	ck_assert_int_eq(p[2 * MIB], 0); /* given back: reads zero */
+	scratch_release(p);
+	expect_pool(cap + 64 * KIB, 0);
+}
+END_TEST
+
+/* A limited lease let go before it outlived 32 slow-path leases keeps
+ * the block's pages (a temporary in a loop whose sizes vary: the block's
+ * next large lease reuses them in place), also when another thread lets
+ * it go, and its block, leased again in full, loses nothing later. */
+START_TEST(test_short_small_lease_keeps_pages)
+{
+	char *big = scratch_acquire(16 * MIB), *p;
+	size_t trimmed;
+
+	ck_assert_ptr_nonnull(big);
+	memset(big, 0x11, 16 * MIB);
+	scratch_release(big);
+	trimmed = total_stats().trimmed;
+	p = scratch_acquire(2 * MIB);
+	ck_assert_ptr_eq(p, big);
+	slow_leases(8);
+	scratch_release(p);
+	slow_leases(40);
+	ck_assert_uint_eq(resident_bytes(big, 16 * MIB), 16 * MIB);
+	/* freed by another thread: the owner drains it, and forgets it */
+	p = scratch_acquire(2 * MIB);
+	ck_assert_ptr_eq(p, big);
+	ck_assert_uint_eq(scratch_usable_size(p), 2 * MIB);
+	run_thread(release_it, p);
+	p = scratch_acquire(16 * MIB); /* a slow path: drains the remote free */
+	ck_assert_ptr_eq(p, big);
+	memset(p, 0x33, 16 * MIB);
+	slow_leases(40);
+	ck_assert_uint_eq(resident_bytes(p, 16 * MIB), 16 * MIB);
+	for (size_t i = 0; i < 16 * MIB; i += 4 * KIB)
+		ck_assert_int_eq(p[i], 0x33);
+	ck_assert_uint_eq(total_stats().trimmed, trimmed);
+	scratch_release(p);
+}
+END_TEST
+
 /* realloc's growth under the shim: the pages of the block it outgrows move
  * into the new one (scratch__shim_move), which then holds its data; the
  * old block's range reads zero. Nothing moves into a smaller block, out of
@@ -1001,6 +1085,8 @@ Suite *pool_reuse_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_larger_class_hit);
 	tcase_add_test(tc, test_larger_class_closest_fit);
+	tcase_add_test(tc, test_long_small_lease_gives_tail_back);
+	tcase_add_test(tc, test_short_small_lease_keeps_pages);
 	tcase_add_test(tc, test_class_order_stable);
 	tcase_add_test(tc, test_reuse_bound);
 	tcase_add_test(tc, test_reuse_bound_conf);

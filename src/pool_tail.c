@@ -1,0 +1,139 @@
+/*
+ * pool_tail.c - the pages behind a small lease of a large block.
+ *
+ * Blocks do not split. A request served by an idle block whose earlier
+ * leases wrote many more pages than it asks for (a 2 MiB arena chunk that
+ * takes the block of a 16 MiB buffer freed earlier, the closest fit there
+ * was) would keep those pages resident behind it for as long as it is
+ * leased; a page heap (tcmalloc's spans, jemalloc's extents) splits the
+ * span and keeps the rest for other requests. ONNX Runtime leases its
+ * weights and arena chunks for good from such blocks after its load
+ * phase: some 30 MiB of its peak RSS, most of its excess over tcmalloc's
+ * (docs/performance.md).
+ *
+ * Giving those pages back at the lease costs a loop whose sizes vary
+ * (table 1v of make bench: temporaries of 8-64 MiB) a refault of them at
+ * the block's next large lease, every token: 5 000-9 000 pages a token.
+ * So such a lease is *limited* instead (scratch__tail_mark): its usable
+ * size (blk_usable: scratch_usable_size, malloc_usable_size, realloc) is
+ * the request rounded up to pages, kept in the block's next field, which
+ * a leased block does not use, and OWNER_TAIL in its owner. Nothing may be
+ * written past the usable size, so once the lease has outlived TAIL_AFTER
+ * more slow-path leases of its thread (a temporary is gone by then), the
+ * pages past it go back (scratch__tail_check, at the thread's slow paths),
+ * from a huge page's boundary with thp.
+ *
+ * Each thread keeps its limited leases in its cache (struct tcache's
+ * tails), and only its own slow paths read them: so a lease must leave the
+ * list before its block can be leased again. OWNER_TAIL makes its
+ * holder's release miss the fast path (the owner compare fails), and the
+ * slow release (scratch__tail_release) takes it off the list; a release by
+ * another thread clears the bit, and the owner takes the block off its
+ * list when it drains its remote frees (scratch__tail_forget), before the
+ * block can be leased again. A check that runs between such a remote free
+ * and its drain gives back the pages of a block nobody leases: harmless.
+ * Threads whose tag needs the bit (slot 32 767 and beyond) and orphans
+ * lease unlimited. Not with locked memory, which keeps its pages.
+ */
+#include "config.h"
+
+#include <pthread.h>
+
+#include "pool.h"
+
+/* A lease is limited when its request is at most a quarter of the pages
+ * its block's leases wrote (ext) and TAIL_MIN or more would stay behind. */
+#define TAIL_MIN (UINT64_C(4) << 20)
+/* Slow-path leases of its thread a limited lease must outlive. */
+#define TAIL_AFTER 32
+
+/* The usable size a lease of size in block d gets when it is limited, 0
+ * when it is not to be. */
+static uint64_t tail_limit(const struct blk *d, uint64_t size)
+{
+	const uint64_t cap = g.cls_size[d->cls];
+	const uint64_t unit = g.conf.thp && cap >= HUGE_SIZE ? HUGE_SIZE : PAGE_SIZE;
+	uint64_t from = (size + unit - 1) & ~(unit - 1);
+
+	if (d->ext < from + TAIL_MIN || size > d->ext / 4 || from >= cap ||
+	    __atomic_load_n(&g.locked, __ATOMIC_RELAXED))
+		return 0;
+	return from;
+}
+
+void scratch__tail_mark(struct tcache *tc, uint32_t id, uint64_t size)
+{
+	struct blk *d = &g.blk[id];
+	uint64_t from;
+
+	if (tc->ntails == TAIL_SLOTS || tc->tag >= OWNER_TAIL || (from = tail_limit(d, size)) == 0)
+		return;
+	d->next = (uint32_t)(from >> PAGE_SHIFT);
+	d->owner = (uint16_t)(tc->tag | OWNER_TAIL);
+	tc->tails[tc->ntails].id = id;
+	tc->tails[tc->ntails].from = from;
+	tc->tails[tc->ntails].at = tc->slow_leases;
+	tc->ntails++;
+}
+
+/* Take block id off tc's list, if it is there. */
+static void tail_drop(struct tcache *tc, uint32_t id)
+{
+	for (unsigned i = 0; i < tc->ntails; i++)
+		if (tc->tails[i].id == id) {
+			tc->tails[i] = tc->tails[--tc->ntails];
+			return;
+		}
+}
+
+void scratch__tail_forget(struct tcache *tc, uint32_t id)
+{
+	if (tc->ntails != 0)
+		tail_drop(tc, id);
+}
+
+void scratch__tail_release(struct tcache *tc, uint32_t id)
+{
+	struct blk *d = &g.blk[id];
+	uint16_t owner = (uint16_t)(d->owner & ~OWNER_TAIL);
+
+	if (is_tc(tc) && owner == tc->tag)
+		tail_drop(tc, id);
+	d->owner = owner;
+}
+
+/* Give back the pages of leased block d past from, its usable size. */
+static void tail_trim(struct blk *d, uint64_t from)
+{
+	const uint64_t cap = g.cls_size[d->cls];
+
+	if (!scratch__os_decommit((void *)(blk_addr(d) + from), cap - from))
+		return; /* locked after all: the pages stay */
+	if (d->ext > from)
+		d->ext = from;
+	pthread_mutex_lock(&g.lock);
+	proc_begin();
+	SCRATCH__ADD(&g.proc->trimmed, cap - from);
+	proc_end();
+	pthread_mutex_unlock(&g.lock);
+}
+
+void scratch__tail_check(struct tcache *tc)
+{
+	unsigned i = 0;
+
+	tc->slow_leases++;
+	while (i < tc->ntails) {
+		struct blk *d = &g.blk[tc->tails[i].id];
+
+		if (tc->slow_leases - tc->tails[i].at < TAIL_AFTER) {
+			i++;
+			continue;
+		}
+		/* still leased by this thread (its release would have dropped
+		 * it), or freed by another since the drain (and its next is the
+		 * remote list's link now: the slot keeps the limit) */
+		tail_trim(d, tc->tails[i].from);
+		tc->tails[i] = tc->tails[--tc->ntails];
+	}
+}
