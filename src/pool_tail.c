@@ -44,8 +44,14 @@
 /* A lease is limited when its request is at most a quarter of the pages
  * its block's leases wrote (ext) and TAIL_MIN or more would stay behind. */
 #define TAIL_MIN (UINT64_C(4) << 20)
-/* Slow-path leases of its thread a limited lease must outlive. */
-#define TAIL_AFTER 32
+/* Slow-path leases of its thread a limited lease must outlive: beyond a
+ * temporary's life (table 1v's live a few), and beyond that of the blocks
+ * of a live set replaced at random (table 1c's 32 live some 32 slow-path
+ * leases on average; with 32 here a third of them gave their pages back
+ * and faulted them again at their block's next large lease, 96 faults a
+ * step against 38). An engine's weights and arena chunks pass it within
+ * the first tens of steps. */
+#define TAIL_AFTER 256
 
 /* The usable size a lease of size in block d gets when it is limited, 0
  * when it is not to be. */

@@ -297,7 +297,7 @@ static void slow_leases(int n)
 
 /* A 2 MiB request served by the idle block of a 16 MiB buffer is a limited
  * lease (pool_tail.c): its usable size is 2 MiB, and once it has outlived
- * 32 slow-path leases of its thread the pages past it go back, its own
+ * 256 slow-path leases of its thread the pages past it go back, its own
  * kept. Released, the block is whole again. */
 START_TEST(test_long_small_lease_gives_tail_back)
 {
@@ -312,7 +312,7 @@ START_TEST(test_long_small_lease_gives_tail_back)
 	ck_assert_ptr_eq(p, big);
 	ck_assert_uint_eq(scratch_usable_size(p), 2 * MIB);
 	memset(p, 0x22, 2 * MIB);
-	slow_leases(31);
+	slow_leases(255);
 	ck_assert_uint_eq(resident_bytes(p, 16 * MIB), 16 * MIB); /* not yet */
 	slow_leases(1);
 	ck_assert_uint_eq(resident_bytes(p, 16 * MIB), 2 * MIB);
@@ -330,7 +330,7 @@ START_TEST(test_long_small_lease_gives_tail_back)
 }
 END_TEST
 
-/* A limited lease let go before it outlived 32 slow-path leases keeps
+/* A limited lease let go before it outlived 256 slow-path leases keeps
  * the block's pages (a temporary in a loop whose sizes vary: the block's
  * next large lease reuses them in place), also when another thread lets
  * it go, and its block, leased again in full, loses nothing later. */
@@ -345,9 +345,9 @@ START_TEST(test_short_small_lease_keeps_pages)
 	trimmed = total_stats().trimmed;
 	p = scratch_acquire(2 * MIB);
 	ck_assert_ptr_eq(p, big);
-	slow_leases(8);
+	slow_leases(200);
 	scratch_release(p);
-	slow_leases(40);
+	slow_leases(300);
 	ck_assert_uint_eq(resident_bytes(big, 16 * MIB), 16 * MIB);
 	/* freed by another thread: the owner drains it, and forgets it */
 	p = scratch_acquire(2 * MIB);
@@ -357,7 +357,7 @@ START_TEST(test_short_small_lease_keeps_pages)
 	p = scratch_acquire(16 * MIB); /* a slow path: drains the remote free */
 	ck_assert_ptr_eq(p, big);
 	memset(p, 0x33, 16 * MIB);
-	slow_leases(40);
+	slow_leases(300);
 	ck_assert_uint_eq(resident_bytes(p, 16 * MIB), 16 * MIB);
 	for (size_t i = 0; i < 16 * MIB; i += 4 * KIB)
 		ck_assert_int_eq(p[i], 0x33);
