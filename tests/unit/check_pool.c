@@ -242,8 +242,10 @@ START_TEST(test_zeroed_growth_populates)
 	ck_assert_ptr_eq(q, p);
 	for (size_t i = 0; i < 316 * KIB; i++)
 		ck_assert_int_eq(q[i], 0);
+	/* 14 without the populate; a few others may land in the window (a
+	 * sanitizer's shadow pages: 3 under ASan) */
 	if (fd >= 0 && populate)
-		ck_assert_int_le(traps, 2); /* 14 without the populate */
+		ck_assert_int_lt(traps, 7);
 	else
 		fprintf(stderr, "test_zeroed_growth_populates: %s: trap count not checked\n",
 		        fd < 0 ? "perf events refused" : "no MADV_POPULATE_WRITE");
