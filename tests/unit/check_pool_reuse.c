@@ -295,21 +295,29 @@ static void slow_leases(int n)
 		scratch_release(scratch_acquire_zeroed(64 * KIB));
 }
 
+/* A 2 MiB lease of the idle block of a written 16 MiB buffer (*ret_big). */
+static char *small_lease_of_written_block(char **ret_big)
+{
+	char *big = scratch_acquire(16 * MIB), *p;
+
+	ck_assert_ptr_nonnull(big);
+	memset(big, 0x11, 16 * MIB);
+	scratch_release(big);
+	p = scratch_acquire(2 * MIB);
+	ck_assert_ptr_eq(p, big);
+	*ret_big = big;
+	return p;
+}
+
 /* A 2 MiB request served by the idle block of a 16 MiB buffer is a limited
  * lease (pool_tail.c): its usable size is 2 MiB, and once it has outlived
  * 256 slow-path leases of its thread the pages past it go back, its own
  * kept. Released, the block is whole again. */
 START_TEST(test_long_small_lease_gives_tail_back)
 {
-	char *big = scratch_acquire(16 * MIB), *p;
-	size_t cap = scratch_usable_size(big), trimmed;
+	char *big, *p = small_lease_of_written_block(&big);
+	size_t cap = scratch_class_size(16 * MIB), trimmed = total_stats().trimmed;
 
-	ck_assert_ptr_nonnull(big);
-	memset(big, 0x11, 16 * MIB);
-	scratch_release(big);
-	trimmed = total_stats().trimmed;
-	p = scratch_acquire(2 * MIB);
-	ck_assert_ptr_eq(p, big);
 	ck_assert_uint_eq(scratch_usable_size(p), 2 * MIB);
 	memset(p, 0x22, 2 * MIB);
 	slow_leases(255);
@@ -336,15 +344,9 @@ END_TEST
  * it go, and its block, leased again in full, loses nothing later. */
 START_TEST(test_short_small_lease_keeps_pages)
 {
-	char *big = scratch_acquire(16 * MIB), *p;
-	size_t trimmed;
+	char *big, *p = small_lease_of_written_block(&big);
+	size_t trimmed = total_stats().trimmed;
 
-	ck_assert_ptr_nonnull(big);
-	memset(big, 0x11, 16 * MIB);
-	scratch_release(big);
-	trimmed = total_stats().trimmed;
-	p = scratch_acquire(2 * MIB);
-	ck_assert_ptr_eq(p, big);
 	slow_leases(200);
 	scratch_release(p);
 	slow_leases(300);
