@@ -369,8 +369,9 @@ static void *shim_memalign(size_t alignment, size_t n)
 	return backend_memalign(alignment, n);
 }
 
-/* Does pool block p of capacity cap stay put for a realloc to n <= cap?
- * Yes while n is still pooled and a fresh request of n could take the
+/* Does pool block p stay put for a realloc to n? Yes while n is within
+ * the block's capacity (a limited lease of this thread's grows back to
+ * it: src/pool_tail.c), n is still pooled and a fresh request of n could take the
  * block too (the pools' reuse bound, max_fit: a buffer growing into a
  * block the pools doubled for it, one served from a larger class's block,
  * or a shrink within the bound, whose pages are there already). A shrink
@@ -383,7 +384,7 @@ static bool realloc_in_place(void *p, size_t n)
 /* realloc of the pool block p (capacity cap) to n > 0 bytes. */
 static void *realloc_pool_block(void *p, size_t cap, size_t n)
 {
-	if (n <= cap && realloc_in_place(p, n))
+	if (realloc_in_place(p, n)) /* within its capacity (cap may be a limited lease's) */
 		return p;
 	int saved = errno;
 	size_t moved = 0;

@@ -424,11 +424,24 @@ size_t scratch__shim_move(void *to, void *from)
 bool scratch__shim_keeps(void *p, size_t n)
 {
 	uint32_t id = lent_block(p);
+	struct tcache *tc = scratch__tls_tc;
+	struct blk *d;
 
 	if (id == 0 || n < g.min || n - g.min > g.span || g.blk[id].cls > fit_top(n))
 		return false;
-	if (g.blk[id].ext < n)
-		g.blk[id].ext = n; /* what this lease may write: fits_better() */
+	d = &g.blk[id];
+	if (n > g.cls_size[d->cls])
+		return false;
+	if (n > blk_usable(d)) {
+		/* a limited lease growing within its block (a buffer grown by
+		 * realloc from a small start): its own thread lifts the limit,
+		 * as a new lease of n would have had none */
+		if (!is_tc(tc) || (d->owner & ~OWNER_TAIL) != tc->tag)
+			return false;
+		scratch__tail_release(tc, id);
+	}
+	if (d->ext < n)
+		d->ext = n; /* what this lease may write: fits_better() */
 	return true;
 }
 

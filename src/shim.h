@@ -50,10 +50,12 @@ SCRATCH_API size_t scratch__shim_move(void *to, void *from);
  * the part p's pages take. */
 SCRATCH_API void *scratch__shim_grow(void *p, size_t cap, size_t n, size_t *ret_moved);
 
-/* realloc of pool block p (lent to the caller) to a pooled n within its
- * capacity: true when a request of n may take p's block (the reuse bound,
- * max_fit), and then p stays lent for n; false when p is not a pool block
- * or is too large for n. */
+/* realloc of pool block p (lent to the caller) to a pooled n: true when n
+ * is within the block's capacity and a request of n may take the block
+ * (the reuse bound, max_fit), and then p stays lent for n (a limited
+ * lease of the calling thread's, grown past its limit, loses the limit:
+ * src/pool_tail.c); false when p is not a pool block, is too large or too
+ * small for n, or is another thread's limited lease grown past its limit. */
 SCRATCH_API bool scratch__shim_keeps(void *p, size_t n);
 
 #endif

@@ -368,6 +368,26 @@ START_TEST(test_short_small_lease_keeps_pages)
 }
 END_TEST
 
+/* realloc growing a limited lease within its block (a buffer grown from a
+ * small start) keeps it in place and lifts the limit: its whole capacity
+ * usable again, nothing given back later (table 1r's 4 MiB buffer in the
+ * block of the 256 MiB one before it). */
+START_TEST(test_small_lease_grows_in_place)
+{
+	char *big, *p = small_lease_of_written_block(&big);
+	size_t trimmed = total_stats().trimmed;
+
+	ck_assert_uint_eq(scratch_usable_size(p), 2 * MIB);
+	ck_assert(scratch__shim_keeps(p, 6 * MIB));
+	ck_assert_uint_eq(scratch_usable_size(p), scratch_class_size(16 * MIB));
+	memset(p, 0x44, 6 * MIB);
+	slow_leases(300);
+	ck_assert_uint_eq(resident_bytes(p, 16 * MIB), 16 * MIB);
+	ck_assert_uint_eq(total_stats().trimmed, trimmed);
+	scratch_release(p);
+}
+END_TEST
+
 /* realloc's growth under the shim: the pages of the block it outgrows move
  * into the new one (scratch__shim_move), which then holds its data; the
  * old block's range reads zero. Nothing moves into a smaller block, out of
@@ -1089,6 +1109,7 @@ Suite *pool_reuse_suite(void)
 	tcase_add_test(tc, test_larger_class_closest_fit);
 	tcase_add_test(tc, test_long_small_lease_gives_tail_back);
 	tcase_add_test(tc, test_short_small_lease_keeps_pages);
+	tcase_add_test(tc, test_small_lease_grows_in_place);
 	tcase_add_test(tc, test_class_order_stable);
 	tcase_add_test(tc, test_reuse_bound);
 	tcase_add_test(tc, test_reuse_bound_conf);
