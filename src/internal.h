@@ -186,6 +186,10 @@ SCRATCH_HIDDEN bool scratch__os_wipe_on_fork(void *p, size_t size, bool on);
  * page. Pages already there keep their contents. false when the kernel
  * would not (older kernels: then never again; no memory); errno is kept. */
 SCRATCH_HIDDEN bool scratch__os_populate(void *p, size_t size);
+/* How many pages of the size bytes at p (page aligned) are resident:
+ * mincore(2), into vec, of the range's pages bytes. -1 on an error; errno
+ * is kept. */
+SCRATCH_HIDDEN long scratch__os_resident(void *p, size_t size, unsigned char *vec, size_t pages);
 /* Ask for transparent huge pages on the range, or (on false) for none;
  * best effort. */
 SCRATCH_HIDDEN void scratch__os_hugepage(void *p, size_t size, bool on);

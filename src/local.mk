@@ -7,7 +7,7 @@ libscratch_la_SOURCES = \
 	src/os.c src/conf.c \
 	src/pool.h src/pool.c src/pool_slow.c src/pool_tcache.c src/pool_region.c \
 	src/pool_grow.c src/pool_lend.c src/pool_gate.c src/pool_decay.c src/pool_fork.c \
-	src/pool_stats.c src/pool_init.c src/pool_tail.c \
+	src/pool_stats.c src/pool_init.c src/pool_tail.c src/pool_dense.c \
 	src/segment.h src/segment.c src/trace.c \
 	src/workers.h src/workers.c src/matvec.c src/arena.c src/workspace.c
 libscratch_la_CFLAGS = $(AM_CFLAGS) $(VISIBILITY_CFLAGS) -ftls-model=initial-exec

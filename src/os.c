@@ -172,6 +172,20 @@ bool scratch__os_populate(void *p, size_t size)
 	return ok;
 }
 
+long scratch__os_resident(void *p, size_t size, unsigned char *vec, size_t pages)
+{
+	int saved = errno;
+	long n = 0;
+
+	if (mincore(p, size, vec) != 0) {
+		errno = saved;
+		return -1;
+	}
+	for (size_t i = 0; i < pages; i++)
+		n += vec[i] & 1;
+	return n;
+}
+
 void scratch__os_hugepage(void *p, size_t size, bool on)
 {
 	int saved = errno;

@@ -63,9 +63,45 @@ static inline void *acquire_hit(uint64_t size, void *(*miss)(uint64_t))
 	return miss(size);
 }
 
-static void *acquire_miss(uint64_t size)
+static inline uint32_t lent_block(const void *p);
+
+/*
+ * Below POPULATE_MIN new bytes, populating would cost about what it saves.
+ */
+#define POPULATE_MIN (4 * PAGE_SIZE)
+
+/* A slow-path lease of p, size bytes, whose bytes from from (page aligned)
+ * on no earlier lease wrote: populate them when this thread writes its
+ * leases' new pages whole, else watch whether it does (pool_dense.c). Not
+ * with per_node: the pages are to be placed by their writer. */
+static void lease_new_pages(void *p, uint64_t from, uint64_t size, bool zeroed)
 {
-	return scratch__acquire_slow(size, NULL, NULL);
+	struct tcache *tc = scratch__tls_tc;
+
+	if (!is_tc(tc) || from >= size || size - from < POPULATE_MIN || g.nodes > 1)
+		return;
+	if (scratch__dense_populate(tc, zeroed, size))
+		(void)scratch__os_populate((char *)p + from, size - from);
+	else
+		scratch__tail_probe(tc, lent_block(p), zeroed, from, size);
+}
+
+/* A plain lease on the slow path. A growing realloc fills the first
+ * scratch__tls_prefix bytes itself (pages moved in). */
+static void *acquire_plain(uint64_t size)
+{
+	bool fresh = false;
+	uint64_t ext = 0;
+	void *p = scratch__acquire_slow(size, &fresh, &ext);
+
+	if (p != NULL) {
+		uint64_t from = fresh ? 0 : (ext + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
+
+		if (from < scratch__tls_prefix)
+			from = scratch__tls_prefix;
+		lease_new_pages(p, from, size, false);
+	}
+	return p;
 }
 
 void *scratch_acquire(size_t size)
@@ -73,8 +109,8 @@ void *scratch_acquire(size_t size)
 	uint64_t span = __atomic_load_n(&g.span, __ATOMIC_ACQUIRE);
 
 	if (likely(size - __atomic_load_n(&g.min, __ATOMIC_RELAXED) <= span))
-		return acquire_hit(size, acquire_miss);
-	return scratch__acquire_slow(size, NULL, NULL);
+		return acquire_hit(size, acquire_plain);
+	return scratch__acquire_slow(size, NULL, NULL); /* out of range: ERANGE */
 }
 
 static scratch__fallback_fn shim_fallback;
@@ -87,7 +123,7 @@ void scratch__shim_setup(scratch__fallback_fn fallback)
 SCRATCH_COLD static void *shim_acquire_slow(uint64_t size)
 {
 	int saved = errno;
-	void *p = scratch__acquire_slow(size, NULL, NULL);
+	void *p = acquire_plain(size);
 	scratch__fallback_fn fallback;
 
 	if (likely(p != NULL))
@@ -106,28 +142,28 @@ void *scratch__shim_acquire(size_t size)
 }
 
 /*
- * Fresh pages already read as zero: writing them would only fault them
+ * Fresh pages already read as zero: clearing them would only fault them
  * in, and a sparse user of a large zeroed block (numpy's zeros) expects
- * them untouched. A recycled block holds the previous user's data and is
- * written whole; its pages past what earlier leases wrote (ext) are not
- * there yet, and the write would fault them one at a time. They come in
- * with one call first (scratch__os_populate): on the development VM a
- * page costs 6 us that way against 11 us faulted by the write
- * (docs/performance.md), a buffer that grows every token (the K/V an
- * engine copies out each step) gains some pages on every lease. Only the
- * pages the write is about to fault: the resident set is the same.
- * Below POPULATE_MIN the call would cost about what it saves.
+ * them untouched; they are populated only for a thread whose zeroed
+ * leases of the size were written whole (lease_new_pages). A recycled block
+ * holds the previous user's data and is written whole; its pages past
+ * what earlier leases wrote (ext) are not there yet, and the write would
+ * fault them one at a time. They come in with one call first
+ * (scratch__os_populate): the pages the write is about to fault, so the
+ * resident set is the same.
  */
-#define POPULATE_MIN (4 * PAGE_SIZE)
-
 void *scratch_acquire_zeroed(size_t size)
 {
 	bool fresh = false;
 	uint64_t ext = 0;
 	void *p = scratch__acquire_slow(size, &fresh, &ext);
 
-	if (p == NULL || fresh)
+	if (p == NULL)
 		return p;
+	if (fresh) {
+		lease_new_pages(p, 0, size, true);
+		return p;
+	}
 	ext = (ext + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
 	if (ext < size && size - ext >= POPULATE_MIN)
 		(void)scratch__os_populate((char *)p + ext, size - ext);

@@ -17,7 +17,10 @@
  *   pool_tcache.c  thread caches (attach, exit, zombies) and remote frees
  *   pool_gate.c    the gate through which others enter a thread's cache
  *   pool_tail.c    small leases of large blocks: a limited usable size,
- *                  and the pages past it given back once the lease lasts
+ *                  and the pages past it given back once the lease lasts;
+ *                  the list of such leases, which also holds the probes
+ *   pool_dense.c   whether a thread writes its leases' new pages whole:
+ *                  populated at the lease, or a probe measured at its end
  *   pool_region.c  the region: carving, empty lists, the depot per node
  *   pool_init.c    configuration and set-up, which the others call first
  *
@@ -141,14 +144,21 @@ struct tcache {
 	/* per_node: its thread's node + 1 at its last slow path; 0: none yet */
 	uint32_t node1;
 	uint32_t slow_calls;
-	/* pool_tail.c: its limited leases, each with its usable size and its
-	 * count of slow-path leases at the lease */
+	/* pool_tail.c: its limited leases, each with its usable size (from)
+	 * and its count of slow-path leases at the lease; and its probes
+	 * (pool_dense.c: probe 1 + zeroed, the new pages [from, to)) */
 	struct {
 		uint32_t id;
-		uint64_t from, at;
+		uint8_t probe;
+		uint64_t from, to, at;
 	} tails[TAIL_SLOTS];
 	uint32_t ntails;
 	uint64_t slow_leases;                 /* slow-path leases so far */
+	/* pool_dense.c, per kind (plain, zeroed) and band: its leases' new
+	 * pages were written whole; that was measured. Leases that the
+	 * verdicts populated or probed so far. */
+	uint32_t dense[2], dense_known[2];
+	uint32_t dense_leases;
 	uint32_t nmarks;                      /* marks taken; the decay pass's alone */
 	struct decay_mark marks[DECAY_MARKS]; /* the newest DECAY_MARKS of them */
 	uint32_t remote_head __attribute__((aligned(SCRATCH_CACHELINE)));
@@ -496,6 +506,21 @@ SCRATCH_HIDDEN void scratch__tail_mark(struct tcache *tc, uint32_t id, uint64_t 
 SCRATCH_HIDDEN void scratch__tail_check(struct tcache *tc);
 SCRATCH_HIDDEN void scratch__tail_release(struct tcache *tc, uint32_t id);
 SCRATCH_HIDDEN void scratch__tail_forget(struct tcache *tc, uint32_t id);
+/* pool_tail.c: watch tc's lease of block id, whose pages [from, to) are
+ * new (zeroed: a zeroed lease), until it ends, then measure them
+ * (scratch__dense_measure); nothing when tc's list is full. Right after
+ * the lease, before the caller has the block. */
+SCRATCH_HIDDEN void scratch__tail_probe(struct tcache *tc, uint32_t id, bool zeroed,
+                                        uint64_t from, uint64_t to);
+
+/* pool_dense.c: should tc populate the new pages of a lease of size (of
+ * its zeroed kind or not) rather than probe them? */
+SCRATCH_HIDDEN bool scratch__dense_populate(struct tcache *tc, bool zeroed, uint64_t size);
+/* pool_dense.c: the probe of block id, whose pages [from, size) were new
+ * (page aligned from), has ended or lasted: count the pages it touched,
+ * and set the verdict of its kind and band. */
+SCRATCH_HIDDEN void scratch__dense_measure(struct tcache *tc, uint32_t id, bool zeroed,
+                                           uint64_t from, uint64_t size);
 
 /* pool_fork.c has no names of its own; the hooks it calls, in lock order: */
 SCRATCH_HIDDEN void scratch__init_prefork(void);

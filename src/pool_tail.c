@@ -77,16 +77,45 @@ void scratch__tail_mark(struct tcache *tc, uint32_t id, uint64_t size)
 	d->next = (uint32_t)(from >> PAGE_SHIFT);
 	d->owner = (uint16_t)(tc->tag | OWNER_TAIL);
 	tc->tails[tc->ntails].id = id;
+	tc->tails[tc->ntails].probe = 0;
 	tc->tails[tc->ntails].from = from;
 	tc->tails[tc->ntails].at = tc->slow_leases;
 	tc->ntails++;
 }
 
-/* Take block id off tc's list, if it is there. */
+void scratch__tail_probe(struct tcache *tc, uint32_t id, bool zeroed, uint64_t from, uint64_t to)
+{
+	struct blk *d = &g.blk[id];
+
+	if (tc->ntails == TAIL_SLOTS || tc->tag >= OWNER_TAIL ||
+	    __atomic_load_n(&g.locked, __ATOMIC_RELAXED))
+		return;
+	/* usable: the whole block, as unwatched */
+	d->next = (uint32_t)(g.cls_size[d->cls] >> PAGE_SHIFT);
+	d->owner = (uint16_t)(tc->tag | OWNER_TAIL);
+	tc->tails[tc->ntails].id = id;
+	tc->tails[tc->ntails].probe = (uint8_t)(1 + zeroed);
+	tc->tails[tc->ntails].from = from;
+	tc->tails[tc->ntails].to = to;
+	tc->tails[tc->ntails].at = tc->slow_leases;
+	tc->ntails++;
+}
+
+/* Measure probe slot i of tc. */
+static void probe_measure(struct tcache *tc, unsigned i)
+{
+	scratch__dense_measure(tc, tc->tails[i].id, tc->tails[i].probe == 2, tc->tails[i].from,
+	                       tc->tails[i].to);
+}
+
+/* Take block id off tc's list, if it is there; a probe is measured: its
+ * lease has ended, and its pages are as the lease left them. */
 static void tail_drop(struct tcache *tc, uint32_t id)
 {
 	for (unsigned i = 0; i < tc->ntails; i++)
 		if (tc->tails[i].id == id) {
+			if (tc->tails[i].probe)
+				probe_measure(tc, i);
 			tc->tails[i] = tc->tails[--tc->ntails];
 			return;
 		}
@@ -138,8 +167,12 @@ void scratch__tail_check(struct tcache *tc)
 		}
 		/* still leased by this thread (its release would have dropped
 		 * it), or freed by another since the drain (and its next is the
-		 * remote list's link now: the slot keeps the limit) */
-		tail_trim(d, tc->tails[i].from);
+		 * remote list's link now: the slot keeps the limit); a probe
+		 * that lasted this long is measured as it is */
+		if (tc->tails[i].probe)
+			probe_measure(tc, i);
+		else
+			tail_trim(d, tc->tails[i].from);
 		tc->tails[i] = tc->tails[--tc->ntails];
 	}
 }

@@ -267,6 +267,118 @@ START_TEST(test_zeroed_growth_populates)
 }
 END_TEST
 
+/* Resident pages of the n bytes at p (mincore). */
+static size_t resident_pages(const void *p, size_t n)
+{
+	static unsigned char vec[1024];
+	size_t pages = n / 4096, in = 0;
+
+	ck_assert_uint_le(pages, sizeof(vec));
+	ck_assert_int_eq(mincore((void *)p, n, vec), 0);
+	for (size_t i = 0; i < pages; i++)
+		in += vec[i] & 1;
+	return in;
+}
+
+static bool kernel_populates(void)
+{
+	char *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	bool ok;
+
+	ck_assert_ptr_ne(p, MAP_FAILED);
+	ok = madvise(p, 4096, 23 /* MADV_POPULATE_WRITE */) == 0;
+	munmap(p, 4096);
+	return ok;
+}
+
+/* One thread's fresh leases of 1 MiB (zeroed, or plain): the first is
+ * watched; how much of it its holder wrote (touch bytes at its start, or
+ * all of it when touch is 0) decides whether the next fresh one comes
+ * populated. With remote set, another thread frees the first, and the
+ * owner measures it when it drains that free. With other set, the first
+ * is of the other kind. */
+struct zero_case {
+	size_t touch;
+	bool zeroed, remote, other;
+	size_t first_resident, next_resident;
+	bool next_zero, same_usable;
+};
+
+static void *free_it(void *p)
+{
+	scratch_release(p);
+	return NULL;
+}
+
+static void *zero_case_run(void *arg)
+{
+	struct zero_case *z = arg;
+	char *a, *b;
+
+	a = z->zeroed != z->other ? scratch_acquire_zeroed(MIB) : scratch_acquire(MIB);
+	ck_assert_ptr_nonnull(a);
+	z->first_resident = resident_pages(a, MIB);
+	z->same_usable = scratch_usable_size(a) == MIB; /* a watched lease keeps its size */
+	memset(a, 0x5a, z->touch != 0 ? z->touch : MIB);
+	if (z->remote) {
+		pthread_t t;
+
+		ck_assert_int_eq(pthread_create(&t, NULL, free_it, a), 0);
+		ck_assert_int_eq(pthread_join(t, NULL), 0);
+	} else {
+		scratch_release(a);
+	}
+	scratch_trim(); /* a's pages go back: the next lease is fresh again */
+	b = z->zeroed ? scratch_acquire_zeroed(MIB) : scratch_acquire(MIB);
+	ck_assert_ptr_nonnull(b);
+	z->next_resident = resident_pages(b, MIB);
+	z->next_zero = true;
+	for (size_t i = 0; i < MIB; i++)
+		if (b[i] != 0)
+			z->next_zero = false;
+	scratch_release(b);
+	return NULL;
+}
+
+static struct zero_case zero_case(bool zeroed, size_t touch, bool remote, bool other)
+{
+	struct zero_case z = {.touch = touch, .zeroed = zeroed, .remote = remote, .other = other};
+	pthread_t t;
+
+	/* no idle 1 MiB block anywhere (CK_FORK=no runs the other tests in
+	 * this process): this thread's slow path flushes its own cache */
+	scratch_trim();
+	scratch_release(scratch_acquire_zeroed(64 * KIB));
+	/* a thread of its own: the verdicts are its own, from nothing */
+	ck_assert_int_eq(pthread_create(&t, NULL, zero_case_run, &z), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_uint_eq(z.first_resident, 0); /* fresh, not written by the pools */
+	ck_assert(z.same_usable);
+	ck_assert(z.next_zero);
+	return z;
+}
+
+/* A thread whose fresh lease was written whole gets its next one of the
+ * size and kind populated (256 pages resident before it writes any); one
+ * whose lease was written sparsely (one page of 256) gets the next one
+ * untouched; a lease freed by another thread counts when its owner drains
+ * the free; and zeroed and plain leases are told apart (numpy's zeros
+ * against its results). */
+START_TEST(test_fresh_populated_when_written_whole)
+{
+	if (!kernel_populates()) {
+		fprintf(stderr, "%s: no MADV_POPULATE_WRITE: not checked\n", __func__);
+		return;
+	}
+	for (int zeroed = 0; zeroed <= 1; zeroed++) {
+		ck_assert_uint_eq(zero_case(zeroed, 0, false, false).next_resident, MIB / 4096);
+		ck_assert_uint_eq(zero_case(zeroed, 4096, false, false).next_resident, 0);
+		ck_assert_uint_eq(zero_case(zeroed, 0, true, false).next_resident, MIB / 4096);
+		ck_assert_uint_eq(zero_case(zeroed, 0, false, true).next_resident, 0);
+	}
+}
+END_TEST
+
 /* ---------------------------------------------------------------------- */
 /* limits                                                                  */
 /* ---------------------------------------------------------------------- */
@@ -570,6 +682,7 @@ Suite *pool_suite(void)
 	tcase_add_test(tc, test_foreign_pointers);
 	tcase_add_test(tc, test_zeroed);
 	tcase_add_test(tc, test_zeroed_growth_populates);
+	tcase_add_test(tc, test_fresh_populated_when_written_whole);
 	tcase_add_test(tc, test_disabled);
 	tcase_add_test(tc, test_conf_get);
 #if !defined(__SANITIZE_ADDRESS__) && !defined(UNDER_TSAN)
