@@ -34,6 +34,11 @@
  * and its drain gives back the pages of a block nobody leases: harmless.
  * Threads whose tag needs the bit (slot 32 767 and beyond) and orphans
  * lease unlimited. Not with locked memory, which keeps its pages.
+ *
+ * The same list holds probes (scratch__tail_probe): leases whose new pages
+ * pool_dense.c measures when they end (usable: the whole block). They
+ * take a slot only while half the list is free, so that limited leases
+ * always find four.
  */
 #include "config.h"
 
@@ -87,7 +92,8 @@ void scratch__tail_probe(struct tcache *tc, uint32_t id, bool zeroed, uint64_t f
 {
 	struct blk *d = &g.blk[id];
 
-	if (tc->ntails == TAIL_SLOTS || tc->tag >= OWNER_TAIL ||
+	/* only into the list's first half: the other stays for limited leases */
+	if (tc->ntails >= TAIL_SLOTS / 2 || tc->tag >= OWNER_TAIL ||
 	    __atomic_load_n(&g.locked, __ATOMIC_RELAXED))
 		return;
 	/* usable: the whole block, as unwatched */
