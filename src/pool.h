@@ -153,7 +153,7 @@ struct tcache {
 		uint64_t from, to, at;
 	} tails[TAIL_SLOTS];
 	uint32_t ntails;
-	uint64_t slow_leases;                 /* slow-path leases so far */
+	uint64_t slow_leases; /* slow-path leases so far */
 	/* pool_dense.c, per kind (plain, zeroed) and band: its leases' new
 	 * pages were written whole; that was measured. Leases that the
 	 * verdicts populated or probed so far. */
@@ -510,8 +510,8 @@ SCRATCH_HIDDEN void scratch__tail_forget(struct tcache *tc, uint32_t id);
  * new (zeroed: a zeroed lease), until it ends, then measure them
  * (scratch__dense_measure); nothing when tc's list is full. Right after
  * the lease, before the caller has the block. */
-SCRATCH_HIDDEN void scratch__tail_probe(struct tcache *tc, uint32_t id, bool zeroed,
-                                        uint64_t from, uint64_t to);
+SCRATCH_HIDDEN void scratch__tail_probe(struct tcache *tc, uint32_t id, bool zeroed, uint64_t from,
+                                        uint64_t to);
 
 /* pool_dense.c: should tc populate the new pages of a lease of size (of
  * its zeroed kind or not) rather than probe them? */
@@ -521,6 +521,10 @@ SCRATCH_HIDDEN bool scratch__dense_populate(struct tcache *tc, bool zeroed, uint
  * and set the verdict of its kind and band. */
 SCRATCH_HIDDEN void scratch__dense_measure(struct tcache *tc, uint32_t id, bool zeroed,
                                            uint64_t from, uint64_t size);
+/* pool_dense.c: the probe of block id (as above) is still leased: if its
+ * new pages are written whole already, its band is dense. */
+SCRATCH_HIDDEN void scratch__dense_peek(struct tcache *tc, uint32_t id, bool zeroed, uint64_t from,
+                                        uint64_t size);
 
 /* pool_fork.c has no names of its own; the hooks it calls, in lock order: */
 SCRATCH_HIDDEN void scratch__init_prefork(void);

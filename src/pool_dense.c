@@ -23,7 +23,12 @@
  * TAIL_AFTER slow-path leases later - the new pages it touched are
  * counted with mincore(2) (up to eight windows of 128 pages for a large
  * one): at least seven eighths resident marks the band dense, fewer clear
- * it. A lease in a dense band gets its new pages populated before it is
+ * it. A probe already written whole while it is still leased is as good
+ * an answer (its pages do not go away under it): the thread's slow paths
+ * look at its live probes at its 1st, 2nd, 4th, ... slow-path lease after
+ * theirs (scratch__dense_peek), so that a thread that takes a buffer,
+ * writes it and takes the next (a layer's temporaries) gets the next one
+ * populated; a probe not written whole yet proves nothing until it ends. A lease in a dense band gets its new pages populated before it is
  * returned, except every REPROBE-th, which probes again, so that a thread
  * that stops writing whole is noticed. A band not measured yet takes the
  * verdict of the band below when that one is dense, probing every
@@ -44,10 +49,10 @@
 
 /* Every REPROBE-th lease of a dense band is a probe again; every
  * REPROBE_NEW-th of a band not measured yet, whose band below is dense. */
-#define REPROBE 16
+#define REPROBE     16
 #define REPROBE_NEW 4
 /* Pages mincore reads at once, and windows for a larger range. */
-#define WINDOW 128
+#define WINDOW  128
 #define WINDOWS 8
 
 /* The band of a request: bit floor(log2(size)) - 16, from 64 KiB. */
@@ -85,19 +90,19 @@ static bool count(uintptr_t p, uint64_t n, uint64_t *in)
 	return true;
 }
 
-void scratch__dense_measure(struct tcache *tc, uint32_t id, bool zeroed, uint64_t from,
-                            uint64_t size)
+/* Were at least seven eighths of the pages [from, size) of block id
+ * resident? 1 yes, 0 no, -1 unknown (mincore refused). */
+static int written_whole(uint32_t id, uint64_t from, uint64_t size)
 {
 	const uintptr_t a = blk_addr(&g.blk[id]) + from;
 	const uint64_t pages = (size - from + PAGE_SIZE - 1) >> PAGE_SHIFT;
-	const uint32_t bit = UINT32_C(1) << band(size);
 	uint64_t seen = 0, in = 0;
 
 	if (pages <= (uint64_t)WINDOW * WINDOWS) {
 		for (uint64_t at = 0, n; at < pages; at += n) {
 			n = pages - at < WINDOW ? pages - at : WINDOW;
 			if (!count(a + (at << PAGE_SHIFT), n, &in))
-				return; /* no verdict */
+				return -1;
 			seen += n;
 		}
 	} else {
@@ -106,13 +111,36 @@ void scratch__dense_measure(struct tcache *tc, uint32_t id, bool zeroed, uint64_
 			uint64_t at = (pages - WINDOW) * w / (WINDOWS - 1);
 
 			if (!count(a + (at << PAGE_SHIFT), WINDOW, &in))
-				return;
+				return -1;
 			seen += WINDOW;
 		}
 	}
+	return in * 8 >= seen * 7;
+}
+
+void scratch__dense_measure(struct tcache *tc, uint32_t id, bool zeroed, uint64_t from,
+                            uint64_t size)
+{
+	const uint32_t bit = UINT32_C(1) << band(size);
+	int whole = written_whole(id, from, size);
+
+	if (whole < 0)
+		return; /* no verdict */
 	tc->dense_known[zeroed] |= bit;
-	if (in * 8 >= seen * 7)
+	if (whole)
 		tc->dense[zeroed] |= bit;
 	else
 		tc->dense[zeroed] &= ~bit;
+}
+
+void scratch__dense_peek(struct tcache *tc, uint32_t id, bool zeroed, uint64_t from, uint64_t size)
+{
+	const uint32_t bit = UINT32_C(1) << band(size);
+
+	if (tc->dense_known[zeroed] & tc->dense[zeroed] & bit)
+		return; /* nothing to learn */
+	if (written_whole(id, from, size) == 1) {
+		tc->dense_known[zeroed] |= bit;
+		tc->dense[zeroed] |= bit;
+	}
 }

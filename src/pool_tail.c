@@ -167,7 +167,13 @@ void scratch__tail_check(struct tcache *tc)
 	while (i < tc->ntails) {
 		struct blk *d = &g.blk[tc->tails[i].id];
 
-		if (tc->slow_leases - tc->tails[i].at < TAIL_AFTER) {
+		uint64_t age = tc->slow_leases - tc->tails[i].at;
+
+		if (age < TAIL_AFTER) {
+			/* a live probe, at its 1st, 2nd, 4th, ... lease after */
+			if (tc->tails[i].probe && (age & (age - 1)) == 0)
+				scratch__dense_peek(tc, tc->tails[i].id, tc->tails[i].probe == 2,
+				                    tc->tails[i].from, tc->tails[i].to);
 			i++;
 			continue;
 		}
