@@ -379,6 +379,54 @@ START_TEST(test_fresh_populated_when_written_whole)
 }
 END_TEST
 
+/* A probe written whole while still leased decides its band at the
+ * thread's next slow-path lease: a buffer taken, written, and the next one
+ * (of the same power of two, a new block) taken while it is held comes
+ * populated; after one written sparsely it does not. */
+struct peek_case {
+	size_t touch;
+	size_t next_resident;
+};
+
+static void *peek_case_run(void *arg)
+{
+	struct peek_case *k = arg;
+	char *a, *b;
+
+	a = scratch_acquire(MIB);
+	ck_assert_ptr_nonnull(a);
+	memset(a, 0x3c, k->touch);
+	b = scratch_acquire(MIB + 256 * KIB); /* a larger class: a new block */
+	ck_assert_ptr_nonnull(b);
+	ck_assert_ptr_ne(a, b);
+	k->next_resident = resident_pages(b, MIB + 256 * KIB);
+	scratch_release(b);
+	scratch_release(a);
+	return NULL;
+}
+
+START_TEST(test_live_probe_written_whole_decides)
+{
+	struct peek_case dense = {.touch = MIB}, sparse = {.touch = 4096};
+	pthread_t t;
+
+	if (!kernel_populates()) {
+		fprintf(stderr, "%s: no MADV_POPULATE_WRITE: not checked\n", __func__);
+		return;
+	}
+	scratch_trim();
+	scratch_release(scratch_acquire_zeroed(64 * KIB)); /* flush this thread's cache */
+	ck_assert_int_eq(pthread_create(&t, NULL, peek_case_run, &dense), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_uint_eq(dense.next_resident, (MIB + 256 * KIB) / 4096);
+	scratch_trim();
+	scratch_release(scratch_acquire_zeroed(64 * KIB));
+	ck_assert_int_eq(pthread_create(&t, NULL, peek_case_run, &sparse), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_uint_eq(sparse.next_resident, 0);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------- */
 /* limits                                                                  */
 /* ---------------------------------------------------------------------- */
@@ -683,6 +731,7 @@ Suite *pool_suite(void)
 	tcase_add_test(tc, test_zeroed);
 	tcase_add_test(tc, test_zeroed_growth_populates);
 	tcase_add_test(tc, test_fresh_populated_when_written_whole);
+	tcase_add_test(tc, test_live_probe_written_whole_decides);
 	tcase_add_test(tc, test_disabled);
 	tcase_add_test(tc, test_conf_get);
 #if !defined(__SANITIZE_ADDRESS__) && !defined(UNDER_TSAN)
