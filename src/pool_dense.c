@@ -28,7 +28,8 @@
  * look at its live probes at its 1st, 2nd, 4th, ... slow-path lease after
  * theirs (scratch__dense_peek), so that a thread that takes a buffer,
  * writes it and takes the next (a layer's temporaries) gets the next one
- * populated; a probe not written whole yet proves nothing until it ends. A lease in a dense band gets its new pages populated before it is
+ * populated; a probe not written whole yet proves nothing until it ends.
+ * A lease in a dense band gets its new pages populated before it is
  * returned, except every REPROBE-th, which probes again, so that a thread
  * that stops writing whole is noticed. A band not measured yet takes the
  * verdict of the band below when that one is dense, probing every

@@ -340,18 +340,25 @@ static void *zero_case_run(void *arg)
 	return NULL;
 }
 
+/* Run fn(arg) on a thread of its own (whose verdicts start from nothing),
+ * with no idle block anywhere first (CK_FORK=no runs the other tests in
+ * this process): trim, and this thread's next slow path flushes its own
+ * cache. */
+static void in_fresh_thread(void *(*fn)(void *), void *arg)
+{
+	pthread_t t;
+
+	scratch_trim();
+	scratch_release(scratch_acquire_zeroed(64 * KIB));
+	ck_assert_int_eq(pthread_create(&t, NULL, fn, arg), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+}
+
 static struct zero_case zero_case(bool zeroed, size_t touch, bool remote, bool other)
 {
 	struct zero_case z = {.touch = touch, .zeroed = zeroed, .remote = remote, .other = other};
-	pthread_t t;
 
-	/* no idle 1 MiB block anywhere (CK_FORK=no runs the other tests in
-	 * this process): this thread's slow path flushes its own cache */
-	scratch_trim();
-	scratch_release(scratch_acquire_zeroed(64 * KIB));
-	/* a thread of its own: the verdicts are its own, from nothing */
-	ck_assert_int_eq(pthread_create(&t, NULL, zero_case_run, &z), 0);
-	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	in_fresh_thread(zero_case_run, &z);
 	ck_assert_uint_eq(z.first_resident, 0); /* fresh, not written by the pools */
 	ck_assert(z.same_usable);
 	ck_assert(z.next_zero);
@@ -408,21 +415,14 @@ static void *peek_case_run(void *arg)
 START_TEST(test_live_probe_written_whole_decides)
 {
 	struct peek_case dense = {.touch = MIB}, sparse = {.touch = 4096};
-	pthread_t t;
 
 	if (!kernel_populates()) {
 		fprintf(stderr, "%s: no MADV_POPULATE_WRITE: not checked\n", __func__);
 		return;
 	}
-	scratch_trim();
-	scratch_release(scratch_acquire_zeroed(64 * KIB)); /* flush this thread's cache */
-	ck_assert_int_eq(pthread_create(&t, NULL, peek_case_run, &dense), 0);
-	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	in_fresh_thread(peek_case_run, &dense);
 	ck_assert_uint_eq(dense.next_resident, (MIB + 256 * KIB) / 4096);
-	scratch_trim();
-	scratch_release(scratch_acquire_zeroed(64 * KIB));
-	ck_assert_int_eq(pthread_create(&t, NULL, peek_case_run, &sparse), 0);
-	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	in_fresh_thread(peek_case_run, &sparse);
 	ck_assert_uint_eq(sparse.next_resident, 0);
 }
 END_TEST
