@@ -7,6 +7,14 @@
  * advance data_tail (written with release) once the records are copied
  * out; a record may wrap the ring's end, so it is copied whole first.
  * Records other than samples and PERF_RECORD_LOST are skipped by size.
+ *
+ * Losses: the kernel writes a PERF_RECORD_LOST only at the next sample that
+ * fits, so the drops of a thread whose ring filled at the end of its life
+ * are never reported. Each drain therefore also reads the event's count
+ * (every fault, sampled or not: a period-1 software event is never
+ * throttled) and counts as lost what neither a sample nor a loss record
+ * accounts for. The count is read before the ring, so a live thread's
+ * figure is a lower bound; once its task is gone it is exact.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -44,6 +53,9 @@ struct event {
 	unsigned ring_pages;
 	struct perf_event_mmap_page *meta;
 	size_t map_bytes;
+	uint64_t records;    /* sample records read from its ring */
+	uint64_t reported;   /* drops its PERF_RECORD_LOSTs reported */
+	uint64_t unreported; /* count - records - reported at the last drain */
 };
 
 struct faults {
@@ -54,7 +66,8 @@ struct faults {
 	size_t page;
 	struct event *ev;
 	unsigned nev, cap;
-	struct faults_stats st;
+	struct faults_stats st; /* .lost: the loss records' sum */
+	uint64_t unreported;    /* drops of closed events no record reported */
 };
 
 /* A sample as PERF_SAMPLE_TID | TIME | ADDR | CPU lays it out. */
@@ -148,8 +161,11 @@ static void init_attr(struct perf_event_attr *a, bool launch, bool exclude_kerne
 	a->clockid = CLOCK_MONOTONIC;
 	a->watermark = 1;
 	a->wakeup_watermark = 4096; /* set per ring in open_ring */
+	/* Counting starts once the ring is there (a fault counted with no
+	 * ring to take its sample would read as a loss): at the exec in launch
+	 * mode, and by add_event's PERF_EVENT_IOC_ENABLE in attach mode. */
+	a->disabled = 1;
 	if (launch) {
-		a->disabled = 1;
 		a->inherit = 1;
 		a->enable_on_exec = 1;
 	}
@@ -207,6 +223,14 @@ static int add_event(struct faults *f, int fd, pid_t tid, bool major, char *err,
 			        "RLIMIT_MEMLOCK limit is reached (use a smaller ring)",
 			        bytes >> 10);
 		return text_fail(err, errlen, e, "mmap of a sample ring: %s", strerror(e));
+	}
+	if (f->attach && ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
+		int e = errno;
+
+		munmap(m, bytes);
+		close(fd);
+		return text_fail(err, errlen, e, "cannot enable a page-fault event: %s",
+		                 strerror(e));
 	}
 	f->ev[f->nev++] = (struct event){.fd = fd,
 	                                 .tid = tid,
@@ -283,12 +307,14 @@ static void ring_copy(const uint8_t *data, uint64_t size, uint64_t off, void *ds
 }
 
 /* One record: a sample is handed to fn when in range, a loss is counted. */
-static long handle_record(struct faults *f, const void *rec, size_t len, bool major, faults_fn *fn,
-                          void *arg)
+static long handle_record(struct faults *f, struct event *e, const void *rec, size_t len,
+                          faults_fn *fn, void *arg)
 {
 	const struct perf_event_header *h = rec;
+	bool major = e->major;
 
 	if (h->type == PERF_RECORD_LOST && len >= sizeof(struct lost_rec)) {
+		e->reported += ((const struct lost_rec *)rec)->lost;
 		f->st.lost += ((const struct lost_rec *)rec)->lost;
 		f->st.lost_records++;
 	} else if (h->type == PERF_RECORD_SAMPLE && len >= sizeof(struct sample_rec)) {
@@ -296,6 +322,7 @@ static long handle_record(struct faults *f, const void *rec, size_t len, bool ma
 		struct faults_sample out = {(pid_t)s->pid, (pid_t)s->tid, s->cpu,
 		                            s->addr,       s->time,       major};
 
+		e->records++;
 		f->st.samples++;
 		if (f->o.hi != 0 && (s->addr < f->o.lo || s->addr >= f->o.hi))
 			return 0;
@@ -316,6 +343,8 @@ static long drain_event(struct faults *f, struct event *e, faults_fn *fn, void *
 	uint64_t head = __atomic_load_n(&m->data_head, __ATOMIC_ACQUIRE);
 	uint64_t tail = m->data_tail;
 	uint8_t rec[256];
+	uint64_t count;
+	bool counted = read(e->fd, &count, sizeof(count)) == (ssize_t)sizeof(count);
 	long n = 0;
 
 	while (tail + sizeof(struct perf_event_header) <= head) {
@@ -326,11 +355,14 @@ static long drain_event(struct faults *f, struct event *e, faults_fn *fn, void *
 			break; /* a corrupt header: drop the rest of this batch */
 		if (h.size <= sizeof(rec)) {
 			ring_copy(data, size, tail, rec, h.size);
-			n += handle_record(f, rec, h.size, e->major, fn, arg);
+			n += handle_record(f, e, rec, h.size, fn, arg);
 		}
 		tail += h.size;
 	}
 	__atomic_store_n(&m->data_tail, head, __ATOMIC_RELEASE);
+	if (counted)
+		e->unreported =
+		        count > e->records + e->reported ? count - e->records - e->reported : 0;
 	return n;
 }
 
@@ -391,6 +423,9 @@ pid_t faults_event_tid(const faults_t *f, unsigned i)
 void faults_get_stats(const faults_t *f, struct faults_stats *ret)
 {
 	*ret = f->st;
+	ret->lost += f->unreported;
+	for (unsigned i = 0; i < f->nev; i++)
+		ret->lost += f->ev[i].unreported;
 	ret->events = f->nev;
 	ret->kernel_faults = !f->exclude_kernel;
 }
@@ -606,6 +641,7 @@ static void prune(struct faults *f, faults_fn *fn, void *arg)
 			continue;
 		}
 		drain_event(f, e, fn, arg);
+		f->unreported += e->unreported;
 		munmap(e->meta, e->map_bytes);
 		close(e->fd);
 	}

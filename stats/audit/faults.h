@@ -62,7 +62,10 @@ struct faults_stats {
 	uint64_t samples; /* sample records read */
 	uint64_t kept;    /* of those, inside [lo, hi) and handed to the caller */
 	uint64_t major;   /* of those, from the major-fault event */
-	uint64_t lost;    /* samples the kernel dropped (PERF_RECORD_LOST sums) */
+	/* Samples the kernel dropped (a full ring): the PERF_RECORD_LOSTs' sum,
+	 * and the drops no record reported yet (the events' counts minus the
+	 * records read, as of the last drain: exact once the tasks are gone). */
+	uint64_t lost;
 	uint64_t lost_records;
 	unsigned events;    /* open events (rings) */
 	unsigned attached;  /* attach mode: threads ever attached */
