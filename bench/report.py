@@ -1009,9 +1009,10 @@ CAPTIONS = {
    "x best peer" is the median of per-round ratios to the best of glibc, jemalloc, jemalloc
    tuned, tcmalloc and mimalloc (the one with the best median rate), with the smallest and
    largest of those ratios beside it; CPU x best: the best peer's CPU time per step over the
-   row's (above 1: less CPU). Faults per steady step; peak RSS (the engine's ru_maxrss).
-   Targets (shim rows): >= 1.00x the best peer's rate, peak RSS <= 1.10x the best peer's,
-   outputs identical.
+   row's (above 1: less CPU). Faults per steady step (minor faults as the kernel counts them:
+   the pages the shim populates in one call count one each, without a trap); peak RSS (the
+   engine's ru_maxrss). Targets (shim rows): >= 1.00x the best peer's rate, peak RSS <= 1.10x
+   the best peer's, outputs identical.
 """,
     "pair": """\
 

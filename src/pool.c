@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "pool.h"
@@ -65,10 +66,37 @@ static inline void *acquire_hit(uint64_t size, void *(*miss)(uint64_t))
 
 static inline uint32_t lent_block(const void *p);
 
+/* Add n to a byte counter (field: its offset in struct scratch__counters)
+ * of the calling thread, or of the process's figures for a thread without
+ * a cache. */
+static void count_bytes(size_t field, uint64_t n)
+{
+	struct tcache *tc = scratch__tls_tc;
+
+	if (is_tc(tc)) {
+		scratch__seq_begin(&tc->c->seq);
+		SCRATCH__ADD((uint64_t *)((char *)tc->c + field), n);
+		scratch__seq_end(&tc->c->seq);
+	} else {
+		pthread_mutex_lock(&g.lock);
+		proc_begin();
+		SCRATCH__ADD((uint64_t *)((char *)&g.proc->exited + field), n);
+		proc_end();
+		pthread_mutex_unlock(&g.lock);
+	}
+}
+
 /*
  * Below POPULATE_MIN new bytes, populating would cost about what it saves.
  */
 #define POPULATE_MIN (4 * PAGE_SIZE)
+
+/* Bring [p, p + n) in with one call ahead of the write, counted. */
+static void populate(void *p, uint64_t n)
+{
+	if (scratch__os_populate(p, n))
+		count_bytes(offsetof(struct scratch__counters, populated_bytes), n);
+}
 
 /* A slow-path lease of p, size bytes, whose bytes from from (page aligned)
  * on no earlier lease wrote: populate them when this thread writes its
@@ -81,7 +109,7 @@ static void lease_new_pages(void *p, uint64_t from, uint64_t size, bool zeroed)
 	if (!is_tc(tc) || from >= size || size - from < POPULATE_MIN || g.nodes > 1)
 		return;
 	if (scratch__dense_populate(tc, zeroed, size))
-		(void)scratch__os_populate((char *)p + from, size - from);
+		populate((char *)p + from, size - from);
 	else
 		scratch__tail_probe(tc, lent_block(p), zeroed, from, size);
 }
@@ -166,7 +194,7 @@ void *scratch_acquire_zeroed(size_t size)
 	}
 	ext = (ext + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
 	if (ext < size && size - ext >= POPULATE_MIN)
-		(void)scratch__os_populate((char *)p + ext, size - ext);
+		populate((char *)p + ext, size - ext);
 	/* all of it: a fast-path lease of the block's class may have written
 	 * past ext (not recorded), and populated pages that were there keep
 	 * their data */
@@ -427,7 +455,6 @@ void scratch__shim_release_cold(void *p)
 size_t scratch__shim_move(void *to, void *from)
 {
 	uint32_t s = lent_block(from), d = lent_block(to);
-	struct tcache *tc = scratch__tls_tc;
 	struct blk *src;
 	uint64_t moved, room;
 
@@ -443,17 +470,7 @@ size_t scratch__shim_move(void *to, void *from)
 		return 0;
 	if (src->ext <= moved)
 		src->ext = 0; /* what it was written with has gone */
-	if (is_tc(tc)) {
-		scratch__seq_begin(&tc->c->seq);
-		SCRATCH__ADD(&tc->c->moved_bytes, moved);
-		scratch__seq_end(&tc->c->seq);
-	} else {
-		pthread_mutex_lock(&g.lock);
-		proc_begin();
-		SCRATCH__ADD(&g.proc->exited.moved_bytes, moved);
-		proc_end();
-		pthread_mutex_unlock(&g.lock);
-	}
+	count_bytes(offsetof(struct scratch__counters, moved_bytes), moved);
 	return moved;
 }
 

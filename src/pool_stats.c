@@ -103,6 +103,7 @@ static void stats_from_totals(struct scratch_stats *st, const struct scratch_seg
 	st->trimmed = t->trimmed;
 	st->threads = t->threads_seen;
 	st->moved = t->moved_bytes;
+	st->populated = t->populated_bytes;
 }
 
 /* scratch_seg_totals()'s walk over the thread slots in use (*ctx: the

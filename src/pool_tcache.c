@@ -138,6 +138,7 @@ static void tc_fold(struct tcache *tc)
 	SCRATCH__ADD(&e->peak_leased, s.peak_leased);
 	SCRATCH__ADD(&e->growth_bytes, s.growth_bytes);
 	SCRATCH__ADD(&e->moved_bytes, s.moved_bytes);
+	SCRATCH__ADD(&e->populated_bytes, s.populated_bytes);
 	SCRATCH__ADD(&e->larger_hits, s.larger_hits);
 	SCRATCH__ADD(&e->remote_in, s.remote_in);
 	class_fold(&g.pcls->exited, scratch__cls(tc->c));

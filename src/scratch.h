@@ -56,7 +56,7 @@ extern "C" {
  *   retained == bytes of pool blocks held (idle in caches or the depot, or lent)
  *   allocs == hits + depot_hits + misses
  */
-#define SCRATCH_STATS_VERSION 2
+#define SCRATCH_STATS_VERSION 3
 
 struct scratch_stats {
 	uint32_t size;             /* in: sizeof(struct scratch_stats) */
@@ -77,6 +77,9 @@ struct scratch_stats {
 	/* version 2: bytes of pages moved from idle blocks into new ones, which
 	 * a growth did not fault again */
 	uint64_t moved;
+	/* version 3: bytes of new pages populated in one call ahead of the
+	 * write, instead of faulted one at a time */
+	uint64_t populated;
 };
 
 /*

@@ -241,7 +241,11 @@ struct scratch__counters {
 	/* bytes of pages moved from this thread's idle blocks into its new
 	 * ones, not faulted again (a padding word before: 0 from older writers) */
 	uint64_t moved_bytes;
-	uint64_t pad0[2];
+	/* bytes of new pages its leases populated in one call each ahead of
+	 * the write (MADV_POPULATE_WRITE) instead of faulting them one at a
+	 * time (a padding word before: 0 from older writers) */
+	uint64_t populated_bytes;
+	uint64_t pad0[1];
 	/* written by other threads (atomic add), on their own cache line */
 	uint64_t remote_in __attribute__((aligned(SCRATCH_CACHELINE)));
 	uint64_t remote_in_bytes;
@@ -365,7 +369,7 @@ struct scratch_seg_totals {
 	uint64_t remote_in, remote_out, passthrough;
 	uint64_t retained, leased, peak_leased, growth_bytes;
 	uint64_t trimmed, threads_seen, exited_threads, depot_bytes;
-	uint64_t moved_bytes;
+	uint64_t moved_bytes, populated_bytes;
 };
 
 /* Stores the next counted thread's counters (a consistent copy of a slot
@@ -389,6 +393,7 @@ static inline void scratch_seg_totals_add(struct scratch_seg_totals *t,
 	t->peak_leased += c->peak_leased;
 	t->growth_bytes += c->growth_bytes;
 	t->moved_bytes += c->moved_bytes;
+	t->populated_bytes += c->populated_bytes;
 }
 
 /*

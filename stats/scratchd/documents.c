@@ -109,6 +109,9 @@ static const struct field counter_fields[] = {
         TOT("moved_bytes", "moved_bytes_total", FIELD_COUNTER,
             "Bytes of pages moved from idle blocks into growing ones, not faulted again", C_ALL,
             C_PROC, moved_bytes),
+        TOT("populated_bytes", "populated_bytes_total", FIELD_COUNTER,
+            "Bytes of new pages populated in one call ahead of the write, not faulted one by one",
+            C_ALL, C_PROC, populated_bytes),
         TOT("trimmed", "trimmed_bytes_total", FIELD_COUNTER, "Bytes returned to the OS",
             C_PROC | C_SAMPLE, C_PROC, trimmed),
         TOT("depot_bytes", "depot_bytes", FIELD_GAUGE, "Idle bytes in the depot", C_PROC | C_SAMPLE,
@@ -133,6 +136,7 @@ static void thread_totals(const struct scratch__counters *c, struct segread_tota
 	        .peak_leased = c->peak_leased,
 	        .growth_bytes = c->growth_bytes,
 	        .moved_bytes = c->moved_bytes,
+	        .populated_bytes = c->populated_bytes,
 	};
 }
 

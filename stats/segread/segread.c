@@ -509,6 +509,7 @@ void segread_totals(const struct segread_thread *t, size_t n,
 	ret->peak_leased = s.peak_leased;
 	ret->growth_bytes = s.growth_bytes;
 	ret->moved_bytes = s.moved_bytes;
+	ret->populated_bytes = s.populated_bytes;
 	ret->trimmed = s.trimmed;
 	ret->threads_seen = s.threads_seen;
 	ret->threads_exited = s.exited_threads;

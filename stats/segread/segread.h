@@ -200,7 +200,7 @@ int segread_blocks(const struct segread *s, struct segread_block *ret, uint32_t 
  * slot snapshot. */
 struct segread_totals {
 	uint64_t allocs, hits, depot_hits, misses, frees, remote_in, remote_out, passthrough;
-	uint64_t retained, leased, peak_leased, growth_bytes, moved_bytes, trimmed;
+	uint64_t retained, leased, peak_leased, growth_bytes, moved_bytes, populated_bytes, trimmed;
 	uint64_t threads_live, threads_exited, threads_seen, depot_bytes;
 };
 void segread_totals(const struct segread_thread *t, size_t n,

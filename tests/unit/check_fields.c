@@ -26,7 +26,7 @@
 #define COUNTERS(P)                                                                                \
 	P "allocs", P "depot_hits", P "frees", P "growth_bytes", P "growths", P "hit_rate",        \
 	        P "hits", P "leased", P "moved_bytes", P "passthrough", P "peak_leased",           \
-	        P "remote_frees_in", P "remote_frees_out", P "retained"
+	        P "populated_bytes", P "remote_frees_in", P "remote_frees_out", P "retained"
 
 #define REGISTRY(P)                                                                                \
 	P "registry.dropped.history_samples", P "registry.dropped.trace_records",                  \
@@ -149,6 +149,7 @@ static const char *const families[] = {
         "scratch_moved_bytes_total counter",
         "scratch_passthrough_calls_total counter",
         "scratch_peak_leased_bytes gauge",
+        "scratch_populated_bytes_total counter",
         "scratch_remote_frees_total counter",
         "scratch_retained_bytes gauge",
         "scratch_thread_allocs_total counter",

@@ -302,6 +302,7 @@ struct zero_case {
 	bool zeroed, remote, other;
 	size_t first_resident, next_resident;
 	bool next_zero, same_usable;
+	uint64_t populated; /* the stats' populated bytes over the case */
 };
 
 static void *free_it(void *p)
@@ -357,8 +358,10 @@ static void in_fresh_thread(void *(*fn)(void *), void *arg)
 static struct zero_case zero_case(bool zeroed, size_t touch, bool remote, bool other)
 {
 	struct zero_case z = {.touch = touch, .zeroed = zeroed, .remote = remote, .other = other};
+	uint64_t before = total_stats().populated;
 
 	in_fresh_thread(zero_case_run, &z);
+	z.populated = total_stats().populated - before;
 	ck_assert_uint_eq(z.first_resident, 0); /* fresh, not written by the pools */
 	ck_assert(z.same_usable);
 	ck_assert(z.next_zero);
@@ -378,8 +381,13 @@ START_TEST(test_fresh_populated_when_written_whole)
 		return;
 	}
 	for (int zeroed = 0; zeroed <= 1; zeroed++) {
-		ck_assert_uint_eq(zero_case(zeroed, 0, false, false).next_resident, MIB / 4096);
-		ck_assert_uint_eq(zero_case(zeroed, 4096, false, false).next_resident, 0);
+		struct zero_case z = zero_case(zeroed, 0, false, false);
+
+		ck_assert_uint_eq(z.next_resident, MIB / 4096);
+		ck_assert_uint_eq(z.populated, MIB); /* and counted: the next lease's */
+		z = zero_case(zeroed, 4096, false, false);
+		ck_assert_uint_eq(z.next_resident, 0);
+		ck_assert_uint_eq(z.populated, 0);
 		ck_assert_uint_eq(zero_case(zeroed, 0, true, false).next_resident, MIB / 4096);
 		ck_assert_uint_eq(zero_case(zeroed, 0, false, true).next_resident, 0);
 	}
