@@ -507,54 +507,88 @@ START_TEST(test_launch_errors)
 END_TEST
 
 #ifndef UNDER_TSAN
-START_TEST(test_attach)
+/*
+ * A child that writes one byte to each of n shared pages once go says so,
+ * and the sampler attached to it before (ring pages: ring, 0 the default),
+ * keeping the samples inside the pages. The caller writes go, reaps
+ * w->child, and calls attached_done().
+ */
+struct attached {
+	faults_t *f;
+	pid_t child;
+	int go[2];
+	char *p;
+	int n;
+	struct tally t;
+};
+
+static void attach_writer(struct attached *w, int n, unsigned ring)
 {
 	struct faults_opts o;
-	struct faults_stats st;
-	struct tally t = {0};
 	char err[256];
-	faults_t *f;
-	int go[2], status;
-	pid_t child;
-	char *p;
 
-	if (!sampling_allowed())
-		return;
-	p = mmap(NULL, 32 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	ck_assert_ptr_ne(p, MAP_FAILED);
-	ck_assert_int_eq(pipe(go), 0);
-	child = fork();
-	if (child == 0) {
+	w->n = n;
+	w->p = mmap(NULL, n * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(w->p, MAP_FAILED);
+	ck_assert_int_eq(pipe(w->go), 0);
+	w->child = fork();
+	if (w->child == 0) {
 		char c;
 
 		/* Touch the shared pages only once the parent has attached. */
-		if (read(go[0], &c, 1) != 1)
+		if (read(w->go[0], &c, 1) != 1)
 			_exit(1);
-		for (int i = 0; i < 32; i++)
-			p[i * PAGE] = 1;
+		for (int i = 0; i < n; i++)
+			w->p[i * PAGE] = 1;
 		_exit(0);
 	}
-	o = (struct faults_opts){.lo = (uintptr_t)p, .hi = (uintptr_t)p + 32 * PAGE};
-	t.lo = o.lo;
-	t.hi = o.hi;
-	ck_assert_int_eq(faults_attach(child, &o, &f, err, sizeof(err)), 0);
-	ck_assert_int_eq(write(go[1], "g", 1), 1);
-	ck_assert_int_eq(waitpid(child, &status, 0), child);
-	ck_assert_int_ge(faults_wait(f, 1000), 1);
-	faults_drain(f, tally, &t);
-	ck_assert_int_eq(t.n, 32); /* only the range's faults, each once */
-	ck_assert_int_eq(t.in_range, 32);
-	ck_assert_int_eq(t.tid, child);
-	ck_assert_int_eq(faults_rescan(f, tally, &t, err, sizeof(err)), -ESRCH);
-	faults_get_stats(f, &st);
+	o = (struct faults_opts){
+	        .lo = (uintptr_t)w->p, .hi = (uintptr_t)w->p + n * PAGE, .ring_pages = ring};
+	w->t = (struct tally){.lo = o.lo, .hi = o.hi};
+	ck_assert_int_eq(faults_attach(w->child, &o, &w->f, err, sizeof(err)), 0);
+}
+
+/* Let the child write, and reap it. */
+static void attached_run(struct attached *w)
+{
+	int status;
+
+	ck_assert_int_eq(write(w->go[1], "g", 1), 1);
+	ck_assert_int_eq(waitpid(w->child, &status, 0), w->child);
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+}
+
+static void attached_done(struct attached *w)
+{
+	faults_close(w->f);
+	close(w->go[0]);
+	close(w->go[1]);
+	munmap(w->p, w->n * PAGE);
+}
+
+START_TEST(test_attach)
+{
+	struct faults_stats st;
+	struct attached w;
+	char err[256];
+	faults_t *f;
+
+	if (!sampling_allowed())
+		return;
+	attach_writer(&w, 32, 0);
+	attached_run(&w);
+	ck_assert_int_ge(faults_wait(w.f, 1000), 1);
+	faults_drain(w.f, tally, &w.t);
+	ck_assert_int_eq(w.t.n, 32); /* only the range's faults, each once */
+	ck_assert_int_eq(w.t.in_range, 32);
+	ck_assert_int_eq(w.t.tid, w.child);
+	ck_assert_int_eq(faults_rescan(w.f, tally, &w.t, err, sizeof(err)), -ESRCH);
+	faults_get_stats(w.f, &st);
 	ck_assert_uint_eq(st.attached, 1);
 	ck_assert_uint_eq(st.lost, 0);
-	ck_assert_uint_eq(faults_live(f), 0);
-	faults_close(f);
+	ck_assert_uint_eq(faults_live(w.f), 0);
+	attached_done(&w);
 	ck_assert_int_eq(faults_attach(0x7ffffff0, NULL, &f, err, sizeof(err)), -ESRCH);
-	close(go[0]);
-	close(go[1]);
-	munmap(p, 32 * PAGE);
 }
 END_TEST
 
@@ -566,50 +600,24 @@ END_TEST
 START_TEST(test_attach_lost_at_exit)
 {
 	enum { N = 512 }; /* a 1-page ring holds ~100 samples */
-	struct faults_opts o;
 	struct faults_stats st;
-	struct tally t = {0};
+	struct attached w;
 	char err[256];
-	faults_t *f;
-	int go[2], status;
-	pid_t child;
-	char *p;
 
 	if (!sampling_allowed())
 		return;
-	p = mmap(NULL, N * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	ck_assert_ptr_ne(p, MAP_FAILED);
-	ck_assert_int_eq(pipe(go), 0);
-	child = fork();
-	if (child == 0) {
-		char c;
-
-		if (read(go[0], &c, 1) != 1)
-			_exit(1);
-		for (int i = 0; i < N; i++)
-			p[i * PAGE] = 1;
-		_exit(0);
-	}
-	o = (struct faults_opts){
-	        .lo = (uintptr_t)p, .hi = (uintptr_t)p + N * PAGE, .ring_pages = 1};
-	t.lo = o.lo;
-	t.hi = o.hi;
-	ck_assert_int_eq(faults_attach(child, &o, &f, err, sizeof(err)), 0);
-	ck_assert_int_eq(write(go[1], "g", 1), 1);
-	ck_assert_int_eq(waitpid(child, &status, 0), child);
-	faults_drain(f, tally, &t);
-	ck_assert_int_eq(faults_rescan(f, tally, &t, err, sizeof(err)), -ESRCH);
-	faults_get_stats(f, &st);
-	ck_assert_int_lt(t.n, N); /* the ring could not hold them all */
-	ck_assert_uint_eq(st.kept, (uint64_t)t.n);
+	attach_writer(&w, N, 1);
+	attached_run(&w);
+	faults_drain(w.f, tally, &w.t);
+	ck_assert_int_eq(faults_rescan(w.f, tally, &w.t, err, sizeof(err)), -ESRCH);
+	faults_get_stats(w.f, &st);
+	ck_assert_int_lt(w.t.n, N); /* the ring could not hold them all */
+	ck_assert_uint_eq(st.kept, (uint64_t)w.t.n);
 	ck_assert_uint_eq(st.lost_records, 0); /* none came after the ring filled */
 	/* Every fault in the range is a sample or a drop (the child's other
 	 * faults, out of the range, may be either too). */
 	ck_assert_uint_ge(st.kept + st.lost, N);
-	faults_close(f);
-	close(go[0]);
-	close(go[1]);
-	munmap(p, N * PAGE);
+	attached_done(&w);
 }
 END_TEST
 #endif
