@@ -49,6 +49,7 @@ static const struct conf_key keys[] = {
         KEY(lend, CONF_BOOL, 0, 1, false),
         KEY(reserve, CONF_SIZE, 1 * GIB, 16 * TIB, false),
         KEY(thp, CONF_BOOL, 0, 1, false),
+        KEY(thp_dense, CONF_BOOL, 0, 1, false),
         KEY(stats, CONF_BOOL, 0, 1, false),
         KEY(trace, CONF_BOOL, 0, 1, false),
         KEY(trace_frames, CONF_COUNT, 0, 16, false),
@@ -89,6 +90,9 @@ void scratch__conf_defaults(struct scratch__conf *conf)
 	        /* as the system has it (THP in madvise mode: small pages), as
 	         * jemalloc's thp:default, tcmalloc and mimalloc do */
 	        .thp = false,
+	        /* where the pages are written whole anyway (pool_dense.c): no
+	         * byte more resident, a fault a frame instead of 512 */
+	        .thp_dense = true,
 	        .stats = true,
 	        .trace = true,
 	        .trace_frames = 8,

@@ -41,6 +41,8 @@ struct scratch__conf {
 	bool lend;             /* a miss may take another thread's idle block (same node) */
 	uint64_t reserve;      /* address space reserved for pool blocks */
 	bool thp;              /* madvise(MADV_HUGEPAGE) on blocks >= 2 MiB */
+	bool thp_dense;        /* huge pages for the whole 2 MiB frames of leases
+	                        * populated because they are written whole */
 	bool stats;            /* publish counters in the stats segment */
 	bool trace;            /* record growths in the segment's trace ring */
 	uint64_t trace_frames; /* call-site frames per growth record (0..16) */
@@ -193,6 +195,9 @@ SCRATCH_HIDDEN long scratch__os_resident(void *p, size_t size, unsigned char *ve
 /* Ask for transparent huge pages on the range, or (on false) for none;
  * best effort. */
 SCRATCH_HIDDEN void scratch__os_hugepage(void *p, size_t size, bool on);
+/* Does the system give huge pages only where asked (transparent_hugepage
+ * "madvise" mode)? false for "always", "never", or when unknown. */
+SCRATCH_HIDDEN bool scratch__os_thp_on_request(void);
 /* Address space left under RLIMIT_AS (ulimit -v), or UINT64_MAX without a limit. */
 SCRATCH_HIDDEN uint64_t scratch__os_as_room(void);
 /* futex on a 32-bit word; wait returns 0 or -errno (EAGAIN, EINTR, ETIMEDOUT). */

@@ -194,6 +194,23 @@ void scratch__os_hugepage(void *p, size_t size, bool on)
 	errno = saved;
 }
 
+bool scratch__os_thp_on_request(void)
+{
+	char buf[128];
+	ssize_t n;
+	int fd, saved = errno;
+	bool yes;
+
+	fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	yes = strstr(buf, "[madvise]") != NULL;
+	errno = saved;
+	return yes;
+}
+
 int scratch__os_futex_wait(uint32_t *addr, uint32_t expected, long timeout_ns)
 {
 	struct timespec ts, *tsp = NULL;

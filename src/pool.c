@@ -98,6 +98,27 @@ static void populate(void *p, uint64_t n)
 		count_bytes(offsetof(struct scratch__counters, populated_bytes), n);
 }
 
+/*
+ * Populate bytes [from, size) of the lease at p, which its holder is to
+ * write whole. With thp_dense (g.huge_dense), the 2 MiB frames inside the
+ * range come in as huge pages: marked for them around the populate only,
+ * so a later lease of the block that writes sparsely, once its pages went
+ * back, faults small pages again, and the mapping merges back whole. The
+ * lease covers those frames and writes them: no byte more is resident.
+ */
+static void populate_lease(char *p, uint64_t from, uint64_t size)
+{
+	uint64_t lo = (from + HUGE_SIZE - 1) & ~(HUGE_SIZE - 1), hi = size & ~(HUGE_SIZE - 1);
+
+	if (!g.huge_dense || hi <= lo || ((uintptr_t)p & (HUGE_SIZE - 1)) != 0) {
+		populate(p + from, size - from);
+		return;
+	}
+	scratch__os_hugepage(p + lo, hi - lo, true);
+	populate(p + from, size - from);
+	scratch__os_hugepage(p + lo, hi - lo, false);
+}
+
 /* A slow-path lease of p, size bytes, whose bytes from from (page aligned)
  * on no earlier lease wrote: populate them when this thread writes its
  * leases' new pages whole, else watch whether it does (pool_dense.c). Not
@@ -109,7 +130,7 @@ static void lease_new_pages(void *p, uint64_t from, uint64_t size, bool zeroed)
 	if (!is_tc(tc) || from >= size || size - from < POPULATE_MIN || g.nodes > 1)
 		return;
 	if (scratch__dense_populate(tc, zeroed, size))
-		populate((char *)p + from, size - from);
+		populate_lease(p, from, size);
 	else
 		scratch__tail_probe(tc, lent_block(p), zeroed, from, size);
 }
@@ -194,7 +215,7 @@ void *scratch_acquire_zeroed(size_t size)
 	}
 	ext = (ext + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
 	if (ext < size && size - ext >= POPULATE_MIN)
-		populate((char *)p + ext, size - ext);
+		populate_lease(p, ext, size);
 	/* all of it: a fast-path lease of the block's class may have written
 	 * past ext (not recorded), and populated pages that were there keep
 	 * their data */

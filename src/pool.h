@@ -225,6 +225,10 @@ struct scratch__pool {
 	uint64_t born_ms; /* monotonic at setup: the decay thread waits a period */
 	/* The process locks its memory (scratch__pages_locked): set for good */
 	bool locked;
+	/* thp_dense in force: the system gives huge pages where asked, thp is
+	 * off, and the large part is marked for none but while a lease written
+	 * whole is populated (pool.c, populate_lease). Set at layout. */
+	bool huge_dense;
 	/* A carve made a block live while carve_waiting: the decay thread
 	 * parks on this futex word while no block is live. */
 	uint32_t carve_wake;

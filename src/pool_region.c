@@ -49,6 +49,12 @@ bool scratch__region_layout(uint64_t size)
 	large_end = g.base + size;
 	if (g.conf.thp)
 		scratch__os_hugepage((void *)large_cur, large_end - large_cur, true);
+	/* Marked for none (in madvise mode what the system does anyway), so
+	 * that a populate's frames, marked for huge pages and back, merge into
+	 * the mapping again: no mapping is left split. */
+	g.huge_dense = !g.conf.thp && g.conf.thp_dense && scratch__os_thp_on_request();
+	if (g.huge_dense)
+		scratch__os_hugepage((void *)large_cur, large_end - large_cur, false);
 	pages = size >> PAGE_SHIFT;
 	maxblk = (uint32_t)(size / g.cls_size[g.cls_base] < UINT32_MAX - 1
 	                            ? size / g.cls_size[g.cls_base]

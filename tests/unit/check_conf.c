@@ -40,7 +40,7 @@ START_TEST(test_defaults)
 	ck_assert(c.enabled);
 	ck_assert_uint_eq(c.min_size, 64 << 10);
 	ck_assert_uint_eq(c.max_size, 1 << 30);
-	ck_assert(c.stats && c.trace && !c.thp && c.inherit && !c.keep_segment);
+	ck_assert(c.stats && c.trace && !c.thp && c.thp_dense && c.inherit && !c.keep_segment);
 	ck_assert(!c.verbose);
 	/* jemalloc's figures: lg_extent_max_active_fit 6 and dirty_decay_ms */
 	ck_assert_uint_eq(c.max_fit, 64);

@@ -435,6 +435,124 @@ START_TEST(test_live_probe_written_whole_decides)
 }
 END_TEST
 
+/* The mapping of /proc/self/smaps that holds p: its AnonHugePages (kB) and
+ * VmFlags line. */
+struct vma_info {
+	long huge_kb;
+	char flags[512];
+};
+
+static struct vma_info vma_of(const void *p)
+{
+	struct vma_info v = {.huge_kb = -1};
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	bool in = false;
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
+			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+			continue;
+		}
+		if (in && strncmp(line, "AnonHugePages:", 14) == 0)
+			v.huge_kb = atol(line + 14);
+		if (in && strncmp(line, "VmFlags:", 8) == 0)
+			snprintf(v.flags, sizeof(v.flags), "%s", line + 8);
+	}
+	fclose(f);
+	return v;
+}
+
+static bool thp_on_request(void)
+{
+	char buf[128] = "";
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+
+	if (f != NULL) {
+		if (fgets(buf, sizeof(buf), f) == NULL)
+			buf[0] = '\0';
+		fclose(f);
+	}
+	return strstr(buf, "[madvise]") != NULL;
+}
+
+/* A /proc/vmstat counter. */
+static unsigned long vmstat(const char *name)
+{
+	char line[128];
+	size_t n = strlen(name);
+	unsigned long v = 0;
+	FILE *f = fopen("/proc/vmstat", "r");
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, name, n) == 0 && line[n] == ' ')
+			v = strtoul(line + n + 1, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+struct huge_case {
+	size_t touch;
+	struct vma_info during, after;
+	size_t resident;
+};
+
+static void *huge_case_run(void *arg)
+{
+	struct huge_case *h = arg;
+	char *a, *b;
+
+	a = scratch_acquire(4 * MIB);
+	ck_assert_ptr_nonnull(a);
+	memset(a, 0x77, h->touch);
+	scratch_release(a); /* the probe ends: dense or sparse */
+	scratch_trim();     /* the next lease is fresh */
+	b = scratch_acquire(4 * MIB);
+	ck_assert_ptr_nonnull(b);
+	h->resident = resident_pages(b, 4 * MIB);
+	h->during = vma_of(b);
+	scratch_release(b);
+	scratch_trim(); /* its pages go back */
+	h->after = vma_of(b);
+	return NULL;
+}
+
+/* thp_dense (on by default): a lease populated because its thread writes
+ * such leases whole gets its whole 2 MiB frames as huge pages, and its
+ * mapping is left marked for none again (no huge page for a later sparse
+ * lease of the block); a lease written sparsely gets none. */
+START_TEST(test_dense_lease_huge_frames)
+{
+	struct huge_case dense = {.touch = 4 * MIB}, sparse = {.touch = 4096};
+	unsigned long fallback;
+
+	if (!kernel_populates() || !thp_on_request()) {
+		fprintf(stderr,
+		        "%s: no MADV_POPULATE_WRITE or THP not in madvise mode: not checked\n",
+		        __func__);
+		return;
+	}
+	fallback = vmstat("thp_fault_fallback");
+	in_fresh_thread(huge_case_run, &dense);
+	ck_assert_uint_eq(dense.resident, 4 * MIB / 4096);
+	/* both frames huge, unless the kernel had none to give (counted) */
+	if (dense.during.huge_kb < 4096)
+		ck_assert_uint_gt(vmstat("thp_fault_fallback"), fallback);
+	else
+		ck_assert_int_ge(dense.during.huge_kb, 4096);
+	ck_assert_ptr_nonnull(strstr(dense.during.flags, " nh"));
+	ck_assert_ptr_null(strstr(dense.during.flags, " hg"));
+	ck_assert_ptr_nonnull(strstr(dense.after.flags, " nh"));
+	in_fresh_thread(huge_case_run, &sparse);
+	ck_assert_uint_eq(sparse.resident, 0);
+	ck_assert_ptr_null(strstr(sparse.during.flags, " hg"));
+}
+END_TEST
+
 /* ---------------------------------------------------------------------- */
 /* limits                                                                  */
 /* ---------------------------------------------------------------------- */
@@ -740,6 +858,7 @@ Suite *pool_suite(void)
 	tcase_add_test(tc, test_zeroed_growth_populates);
 	tcase_add_test(tc, test_fresh_populated_when_written_whole);
 	tcase_add_test(tc, test_live_probe_written_whole_decides);
+	tcase_add_test(tc, test_dense_lease_huge_frames);
 	tcase_add_test(tc, test_disabled);
 	tcase_add_test(tc, test_conf_get);
 #if !defined(__SANITIZE_ADDRESS__) && !defined(UNDER_TSAN)
