@@ -105,12 +105,14 @@ static void populate(void *p, uint64_t n)
  * so a later lease of the block that writes sparsely, once its pages went
  * back, faults small pages again, and the mapping merges back whole. The
  * lease covers those frames and writes them: no byte more is resident.
+ * Not with per_node (a recycled zeroed lease is populated there too): its
+ * frames stay small, as the documentation says of per_node.
  */
 static void populate_lease(char *p, uint64_t from, uint64_t size)
 {
 	uint64_t lo = (from + HUGE_SIZE - 1) & ~(HUGE_SIZE - 1), hi = size & ~(HUGE_SIZE - 1);
 
-	if (!g.huge_dense || hi <= lo || ((uintptr_t)p & (HUGE_SIZE - 1)) != 0) {
+	if (!g.huge_dense || g.nodes > 1 || hi <= lo || ((uintptr_t)p & (HUGE_SIZE - 1)) != 0) {
 		populate(p + from, size - from);
 		return;
 	}
