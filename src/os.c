@@ -186,6 +186,20 @@ long scratch__os_resident(void *p, size_t size, unsigned char *vec, size_t pages
 	return n;
 }
 
+/* Read up to len - 1 bytes of the file at path into buf, NUL-terminated
+ * (empty when it cannot be read); the descriptor is closed before the
+ * return. Returns the bytes read, or -1. errno is the caller's to keep. */
+static ssize_t read_small(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return n;
+}
+
 void scratch__os_hugepage(void *p, size_t size, bool on)
 {
 	int saved = errno;
@@ -197,15 +211,10 @@ void scratch__os_hugepage(void *p, size_t size, bool on)
 bool scratch__os_thp_on_request(void)
 {
 	char buf[128];
-	ssize_t n;
-	int fd, saved = errno;
+	int saved = errno;
 	bool yes;
 
-	fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
-	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	buf[n > 0 ? n : 0] = '\0';
+	read_small("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof(buf));
 	yes = strstr(buf, "[madvise]") != NULL;
 	errno = saved;
 	return yes;
@@ -328,23 +337,14 @@ bool scratch__os_node_cpus(unsigned node, uint64_t *ret_mask, size_t words)
 {
 	char path[64], buf[1024];
 	size_t pos = 0;
-	ssize_t n;
-	int fd, saved = errno;
+	int saved = errno;
 	bool ok;
 
 	memset(ret_mask, 0, words * sizeof(uint64_t));
 	scratch__fmt_str(path, sizeof(path), &pos, "/sys/devices/system/node/node");
 	scratch__fmt_u64(path, sizeof(path), &pos, node);
 	scratch__fmt_str(path, sizeof(path), &pos, "/cpulist");
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	ok = n > 0;
-	if (ok) {
-		buf[n] = '\0';
-		ok = parse_cpulist(buf, ret_mask, words);
-	}
+	ok = read_small(path, buf, sizeof(buf)) > 0 && parse_cpulist(buf, ret_mask, words);
 	errno = saved;
 	return ok;
 }
@@ -416,19 +416,15 @@ uint64_t scratch__os_as_room(void)
 	struct rlimit rl;
 	char buf[64];
 	uint64_t pages = 0, used;
-	ssize_t n;
-	int fd, saved = errno;
+	int saved = errno;
 
 	if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) {
 		errno = saved;
 		return UINT64_MAX;
 	}
 	/* the size of the address space now: statm's first field, in pages */
-	fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++)
+	read_small("/proc/self/statm", buf, sizeof(buf));
+	for (size_t i = 0; buf[i] >= '0' && buf[i] <= '9'; i++)
 		pages = pages * 10 + (uint64_t)(buf[i] - '0');
 	errno = saved;
 	used = pages * (uint64_t)sysconf(_SC_PAGESIZE);

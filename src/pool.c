@@ -112,7 +112,8 @@ static void populate_lease(char *p, uint64_t from, uint64_t size)
 {
 	uint64_t lo = (from + HUGE_SIZE - 1) & ~(HUGE_SIZE - 1), hi = size & ~(HUGE_SIZE - 1);
 
-	if (!g.huge_dense || g.nodes > 1 || hi <= lo || ((uintptr_t)p & (HUGE_SIZE - 1)) != 0) {
+	/* hi > lo: a lease of 2 MiB or more, in a 2 MiB-aligned block */
+	if (!g.huge_dense || g.nodes > 1 || hi <= lo) {
 		populate(p + from, size - from);
 		return;
 	}
