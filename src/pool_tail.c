@@ -37,8 +37,13 @@
  *
  * The same list holds probes (scratch__tail_probe): leases whose new pages
  * pool_dense.c measures when they end (usable: the whole block). They
- * take a slot only while half the list is free, so that limited leases
- * always find four.
+ * take a slot only in the list's first half, so that limited leases
+ * always find four; a new probe that finds that half full of probes takes
+ * the oldest one's slot (probe_evict). A program's first large buffers
+ * are often held for good and written sparsely (the Python interpreter's
+ * own filled that half and kept every later buffer of its main thread
+ * from being measured: PyTorch's weights, written whole, were never
+ * populated and never got the huge frames of thp_dense).
  */
 #include "config.h"
 
@@ -88,13 +93,37 @@ void scratch__tail_mark(struct tcache *tc, uint32_t id, uint64_t size)
 	tc->ntails++;
 }
 
+/* Make room for a probe in tc's full first half: its oldest probe leaves
+ * the list, with the verdict a live one can give (written whole: dense),
+ * none else; its owner bit stays, and its release takes it off as it does
+ * a probe measured at TAIL_AFTER. False when no probe is there to leave. */
+static bool probe_evict(struct tcache *tc)
+{
+	unsigned old = TAIL_SLOTS;
+
+	for (unsigned i = 0; i < tc->ntails; i++)
+		if (tc->tails[i].probe &&
+		    (old == TAIL_SLOTS || tc->tails[i].at < tc->tails[old].at))
+			old = i;
+	if (old == TAIL_SLOTS)
+		return false;
+	scratch__dense_peek(tc, tc->tails[old].id, tc->tails[old].probe == 2, tc->tails[old].from,
+	                    tc->tails[old].to);
+	tc->tails[old] = tc->tails[--tc->ntails];
+	return true;
+}
+
 void scratch__tail_probe(struct tcache *tc, uint32_t id, bool zeroed, uint64_t from, uint64_t to)
 {
 	struct blk *d = &g.blk[id];
 
-	/* only into the list's first half: the other stays for limited leases */
-	if (tc->ntails >= TAIL_SLOTS / 2 || tc->tag >= OWNER_TAIL ||
-	    __atomic_load_n(&g.locked, __ATOMIC_RELAXED))
+	if (tc->tag >= OWNER_TAIL || __atomic_load_n(&g.locked, __ATOMIC_RELAXED))
+		return;
+	/* only into the list's first half: the other stays for limited
+	 * leases; a newer probe takes the place of the oldest, so that a few
+	 * buffers held long and written sparsely (a Python program's first
+	 * large allocations) do not stop a thread from being measured */
+	if (tc->ntails > TAIL_SLOTS / 2 || (tc->ntails == TAIL_SLOTS / 2 && !probe_evict(tc)))
 		return;
 	/* usable: the whole block, as unwatched */
 	d->next = (uint32_t)(g.cls_size[d->cls] >> PAGE_SHIFT);

@@ -435,6 +435,41 @@ START_TEST(test_live_probe_written_whole_decides)
 }
 END_TEST
 
+/* Probes held long and written sparsely (a Python program's first large
+ * buffers) fill the half of the thread's list that probes may take: a
+ * newer probe takes the oldest one's place, so that the thread's later
+ * buffers are still measured and, written whole, populated. */
+static void *held_probes_run(void *arg)
+{
+	struct peek_case *k = arg;
+	char *held[6];
+
+	for (int i = 0; i < 6; i++) {
+		held[i] = scratch_acquire(256 * KIB); /* each a new block, a probe */
+		ck_assert_ptr_nonnull(held[i]);
+		held[i][0] = 1; /* one page of 64 */
+	}
+	peek_case_run(k);
+	for (int i = 0; i < 6; i++)
+		scratch_release(held[i]);
+	return NULL;
+}
+
+START_TEST(test_held_sparse_probes_make_room)
+{
+	struct peek_case dense = {.touch = MIB}, sparse = {.touch = 4096};
+
+	if (!kernel_populates()) {
+		fprintf(stderr, "%s: no MADV_POPULATE_WRITE: not checked\n", __func__);
+		return;
+	}
+	in_fresh_thread(held_probes_run, &dense);
+	ck_assert_uint_eq(dense.next_resident, (MIB + 256 * KIB) / 4096);
+	in_fresh_thread(held_probes_run, &sparse);
+	ck_assert_uint_eq(sparse.next_resident, 0);
+}
+END_TEST
+
 /* The mapping of /proc/self/smaps that holds p: its AnonHugePages (kB) and
  * VmFlags line. */
 struct vma_info {
@@ -858,6 +893,7 @@ Suite *pool_suite(void)
 	tcase_add_test(tc, test_zeroed_growth_populates);
 	tcase_add_test(tc, test_fresh_populated_when_written_whole);
 	tcase_add_test(tc, test_live_probe_written_whole_decides);
+	tcase_add_test(tc, test_held_sparse_probes_make_room);
 	tcase_add_test(tc, test_dense_lease_huge_frames);
 	tcase_add_test(tc, test_disabled);
 	tcase_add_test(tc, test_conf_get);
