@@ -397,17 +397,28 @@ END_TEST
 /* A probe written whole while still leased decides its band at the
  * thread's next slow-path lease: a buffer taken, written, and the next one
  * (of the same power of two, a new block) taken while it is held comes
- * populated; after one written sparsely it does not. */
+ * populated; after one written sparsely it does not. With held buffers
+ * first: probes held long and written sparsely (a Python program's first
+ * large buffers) fill the half of the thread's list that probes may take,
+ * and a newer probe takes the oldest one's place, so that the thread's
+ * later buffers are still measured. */
 struct peek_case {
 	size_t touch;
+	int held; /* sparse 256 KiB probes held meanwhile, each a new block */
 	size_t next_resident;
 };
 
 static void *peek_case_run(void *arg)
 {
 	struct peek_case *k = arg;
-	char *a, *b;
+	char *a, *b, *held[8];
 
+	ck_assert_int_le(k->held, 8);
+	for (int i = 0; i < k->held; i++) {
+		held[i] = scratch_acquire(256 * KIB);
+		ck_assert_ptr_nonnull(held[i]);
+		held[i][0] = 1; /* one page of 64 */
+	}
 	a = scratch_acquire(MIB);
 	ck_assert_ptr_nonnull(a);
 	memset(a, 0x3c, k->touch);
@@ -417,15 +428,18 @@ static void *peek_case_run(void *arg)
 	k->next_resident = resident_pages(b, MIB + 256 * KIB);
 	scratch_release(b);
 	scratch_release(a);
+	for (int i = 0; i < k->held; i++)
+		scratch_release(held[i]);
 	return NULL;
 }
 
-START_TEST(test_live_probe_written_whole_decides)
+static void peek_cases(const char *test, int held)
 {
-	struct peek_case dense = {.touch = MIB}, sparse = {.touch = 4096};
+	struct peek_case dense = {.touch = MIB, .held = held},
+	                 sparse = {.touch = 4096, .held = held};
 
 	if (!kernel_populates()) {
-		fprintf(stderr, "%s: no MADV_POPULATE_WRITE: not checked\n", __func__);
+		fprintf(stderr, "%s: no MADV_POPULATE_WRITE: not checked\n", test);
 		return;
 	}
 	in_fresh_thread(peek_case_run, &dense);
@@ -433,40 +447,16 @@ START_TEST(test_live_probe_written_whole_decides)
 	in_fresh_thread(peek_case_run, &sparse);
 	ck_assert_uint_eq(sparse.next_resident, 0);
 }
-END_TEST
 
-/* Probes held long and written sparsely (a Python program's first large
- * buffers) fill the half of the thread's list that probes may take: a
- * newer probe takes the oldest one's place, so that the thread's later
- * buffers are still measured and, written whole, populated. */
-static void *held_probes_run(void *arg)
+START_TEST(test_live_probe_written_whole_decides)
 {
-	struct peek_case *k = arg;
-	char *held[6];
-
-	for (int i = 0; i < 6; i++) {
-		held[i] = scratch_acquire(256 * KIB); /* each a new block, a probe */
-		ck_assert_ptr_nonnull(held[i]);
-		held[i][0] = 1; /* one page of 64 */
-	}
-	peek_case_run(k);
-	for (int i = 0; i < 6; i++)
-		scratch_release(held[i]);
-	return NULL;
+	peek_cases(__func__, 0);
 }
+END_TEST
 
 START_TEST(test_held_sparse_probes_make_room)
 {
-	struct peek_case dense = {.touch = MIB}, sparse = {.touch = 4096};
-
-	if (!kernel_populates()) {
-		fprintf(stderr, "%s: no MADV_POPULATE_WRITE: not checked\n", __func__);
-		return;
-	}
-	in_fresh_thread(held_probes_run, &dense);
-	ck_assert_uint_eq(dense.next_resident, (MIB + 256 * KIB) / 4096);
-	in_fresh_thread(held_probes_run, &sparse);
-	ck_assert_uint_eq(sparse.next_resident, 0);
+	peek_cases(__func__, 6);
 }
 END_TEST
 
