@@ -786,6 +786,14 @@ class Printer:
             return "-"
         return sprintf("%.2f-%.2f", min(a), max(a))
 
+    def ahead(self, t, c1, c2, k):
+        """In how many rounds c1's figure k was at least c2's (after rmedian
+        computed the ratios), as "n/rounds"."""
+        a = [num(v) for v in split(self.r.vals.get((t, c1 + "/" + c2, k), ""))]
+        if not a:
+            return "-"
+        return "%d/%d" % (sum(1 for v in a if v >= 1.0), len(a))
+
     def engine_table(self, t, title, rate, cpu, unit):
         """One engine under every allocator: its steady rate and CPU time per
         step beside the best peer's (medians of per-round ratios, with their
@@ -795,11 +803,11 @@ class Printer:
         bp = r.best_peer(t, rate)
         self.printf("\n  %s (%s; best peer: %s)\n", title, unit,
                     "none measured" if bp == "" else cname(bp))
-        f = "  %-17s %9s %7s %-4s %11s %10s %8s %9s %8s %-4s %s\n"
-        self.printf(f, "", "steady", "x best", "", "per-round", "CPU ms", "CPU x", "faults/",
-                    "peak RSS", "", "RSS x")
-        self.printf(f, "allocator", "rate", "peer", "", "x range", "per step", "best", "step",
-                    "MiB", "", "best")
+        f = "  %-17s %9s %7s %-4s %11s %7s %10s %8s %9s %8s %-4s %s\n"
+        self.printf(f, "", "steady", "x best", "", "per-round", "rounds", "CPU ms", "CPU x",
+                    "faults/", "peak RSS", "", "RSS x")
+        self.printf(f, "allocator", "rate", "peer", "", "x range", "ahead", "per step", "best",
+                    "step", "MiB", "", "best")
         outs = {}
         for c in ENGINE_CFGS:
             if self.unmeasured(t, c, cname(c)):
@@ -814,6 +822,7 @@ class Printer:
             self.printf(f, cname(c), sprintf("%.2f", r.median(t, c, rate)), xfmt(x),
                         mark(shim and x != "", cmp(x, 1.0) >= 0),
                         "-" if x == "" else self.spread(t, c, bp, rate),
+                        "-" if x == "" or c == bp else self.ahead(t, c, bp, rate),
                         sprintf("%.2f", r.median(t, c, cpu)), xfmt(xc),
                         sprintf("%.1f", r.median(t, c, "faults_step")),
                         sprintf("%.1f", div(rss, 1024)), mark(shim and xr != "", cmp(xr, 1.1) <= 0),
@@ -1013,8 +1022,10 @@ CAPTIONS = {
    longer row, whose K/V pass 2 MiB). Steady rate: after each engine's warm-up steps;
    "x best peer" is the median of per-round ratios to the best of glibc, jemalloc, jemalloc
    tuned, tcmalloc and mimalloc (the one with the best median rate), with the smallest and
-   largest of those ratios beside it; CPU x best: the best peer's CPU time per step over the
-   row's (above 1: less CPU). Faults per steady step (minor faults as the kernel counts them:
+   largest of those ratios beside it, and the rounds in which the row was at least as fast
+   (a row below 1.00x that was ahead in some rounds is within what this machine's noise
+   explains; one behind in every round is not); CPU x best: the best peer's CPU time per
+   step over the row's (above 1: less CPU). Faults per steady step (minor faults as the kernel counts them:
    the pages the shim populates in one call count one each, without a trap); peak RSS (the
    engine's ru_maxrss). Targets (shim rows): >= 1.00x the best peer's rate, peak RSS <= 1.10x
    the best peer's, outputs identical.
