@@ -10,7 +10,7 @@ stats, audit, scale, small, pair, engines, programs) with its caption; run.sh ca
 so after each section's rounds. --table prints one table alone, without its
 caption (decode-default, decode-main-alloc, vary-default, vary-main-alloc,
 churn, grow, kvset, spawn, stats, audit, scale, small, pair, engine-torch-b1,
-engine-torch-b4, engine-numpy, engine-ort-b4, engine-ort-b4-long).
+engine-torch-b4, engine-torch-b1-long, engine-numpy, engine-ort-b4, engine-ort-b4-long).
 
 The results file holds one record a line:
     # TEXT                      a comment
@@ -191,12 +191,15 @@ TABLES = {
     "pair": "pair",
     "engine-torch-b1": "engines",
     "engine-torch-b4": "engines",
+    "engine-torch-b1-long": "engines",
     "engine-numpy": "engines",
     "engine-ort-b4": "engines",
     "engine-ort-b4-long": "engines",
 }
 ENGINES = [("engine-torch-b1", "PyTorch decode, batch 1", "tok_s", "cpu_tok_ms", "tokens/s"),
            ("engine-torch-b4", "PyTorch decode, batch 4", "tok_s", "cpu_tok_ms", "tokens/s"),
+           ("engine-torch-b1-long", "PyTorch decode, batch 1, a longer decode", "tok_s",
+            "cpu_tok_ms", "tokens/s"),
            ("engine-numpy", "numpy temporaries", "it_s", "cpu_it_ms", "iterations/s"),
            ("engine-ort-b4", "ONNX Runtime decode, batch 4", "tok_s", "cpu_tok_ms", "tokens/s"),
            ("engine-ort-b4-long", "ONNX Runtime decode, batch 4, a longer decode", "tok_s",
@@ -1016,19 +1019,21 @@ CAPTIONS = {
 
 6. Real engines (issue 25): engines users run, under every allocator, over $rounds interleaved
    rounds (each in a new order): eager PyTorch CPU decoding of a small GPT-style model whose
-   K/V caches grow by torch.cat every token (batch 1 and 4), numpy elementwise expressions
-   over 64 MiB arrays, and an ONNX Runtime decode loop (onnxruntime-node, its arena on, the
-   same decoder exported by PyTorch; batch 4, for $ort_steps steps, and for $ort_long_steps in the
-   longer row, whose K/V pass 2 MiB). Steady rate: after each engine's warm-up steps;
-   "x best peer" is the median of per-round ratios to the best of glibc, jemalloc, jemalloc
-   tuned, tcmalloc and mimalloc (the one with the best median rate), with the smallest and
-   largest of those ratios beside it, and the rounds in which the row was at least as fast
-   (a row below 1.00x that was ahead in some rounds is within what this machine's noise
-   explains; one behind in every round is not); CPU x best: the best peer's CPU time per
-   step over the row's (above 1: less CPU). Faults per steady step (minor faults as the kernel counts them:
-   the pages the shim populates in one call count one each, without a trap); peak RSS (the
-   engine's ru_maxrss). Targets (shim rows): >= 1.00x the best peer's rate, peak RSS <= 1.10x
-   the best peer's, outputs identical.
+   K/V caches grow by torch.cat every token (batch 1 and 4, a short decode, and batch 1 for
+   $torch_long_tokens tokens in the longer row, whose K/V outgrow glibc's mmap threshold),
+   numpy elementwise expressions over 64 MiB arrays, and an ONNX Runtime decode loop
+   (onnxruntime-node, its arena on, the same decoder exported by PyTorch; batch 4, for
+   $ort_steps steps, and for $ort_long_steps in the longer row, whose K/V pass 2 MiB). Steady
+   rate: after each engine's warm-up steps; "x best peer" is the median of per-round ratios
+   to the best of glibc, jemalloc, jemalloc tuned, tcmalloc and mimalloc (the one with the
+   best median rate), with the smallest and largest of those ratios beside it, and the
+   rounds in which the row was at least as fast (a row below 1.00x that was ahead in some
+   rounds is within what this machine's noise explains; one behind in every round is not);
+   CPU x best: the best peer's CPU time per step over the row's (above 1: less CPU). Faults
+   per steady step (minor faults as the kernel counts them: the pages the shim populates in
+   one call count one each, without a trap); peak RSS (the engine's ru_maxrss). Targets
+   (shim rows): >= 1.00x the best peer's rate, peak RSS <= 1.10x the best peer's, outputs
+   identical.
 """,
     "pair": """\
 
@@ -1055,7 +1060,7 @@ def caption(res, key):
     settings = dict(res.settings)
     for lib in ("jemalloc", "tcmalloc", "mimalloc"):
         settings[lib] = settings.get(lib) or "not installed"
-    for name in ("ort_steps", "ort_long_steps"):  # results from before they were recorded
+    for name in ("ort_steps", "ort_long_steps", "torch_long_tokens"):  # results from before they were recorded
         settings.setdefault(name, "(not recorded)")
     try:
         return string.Template(CAPTIONS[key]).substitute(settings)

@@ -248,6 +248,7 @@ set cg_n $cg_n
 set tuned $tuned
 set ort_steps $((engine_tokens * 3))
 set ort_long_steps $((engine_tokens * 8))
+set torch_long_tokens $((engine_tokens * 25 / 2))
 EOF
 report header
 
@@ -538,7 +539,7 @@ ort_dir=$top/bench/engines
 engines_ready() {
 	engines=
 	if "$engine_py" -c 'import torch' 2>/dev/null; then
-		engines="torch-b1 torch-b4"
+		engines="torch-b1 torch-b4 torch-b1-long"
 	else
 		why_torch="$engine_py has no torch (python3-torch)"
 	fi
@@ -573,6 +574,7 @@ engines_ready() {
 	for cfg in $engine_cfgs; do
 		[ -z "${why_torch:-}" ] || echo "engine-torch-b1 $cfg missing $why_torch" >>"$RES"
 		[ -z "${why_torch:-}" ] || echo "engine-torch-b4 $cfg missing $why_torch" >>"$RES"
+		[ -z "${why_torch:-}" ] || echo "engine-torch-b1-long $cfg missing $why_torch" >>"$RES"
 		[ -z "${why_numpy:-}" ] || echo "engine-numpy $cfg missing $why_numpy" >>"$RES"
 		[ -z "$why_ort" ] || echo "engine-ort-b4 $cfg missing $why_ort" >>"$RES"
 		[ -z "$why_ort" ] || echo "engine-ort-b4-long $cfg missing $why_ort" >>"$RES"
@@ -584,6 +586,10 @@ engine_args() {
 	case $1 in
 	torch-b1) echo "torch 1 $engine_tokens 8" ;;
 	torch-b4) echo "torch 4 $((engine_tokens * 3 / 4)) 6" ;;
+	# a context users decode to: 300 tokens, the K/V of each layer past
+	# 600 KiB, where glibc's mmap threshold gives way (it maps and unmaps
+	# them every step: 230-260 faults a step, against 4-26 for the others)
+	torch-b1-long) echo "torch 1 $((engine_tokens * 25 / 2)) $engine_tokens" ;;
 	numpy) echo "numpy $((engine_tokens * 2 / 3)) 4" ;;
 	ort-b4) echo "ort $T/decoder.onnx 4 $((engine_tokens * 3)) 8" ;;
 	# the same loop eight times as long: its K/V past 2 MiB, the live set
