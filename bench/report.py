@@ -1020,7 +1020,7 @@ CAPTIONS = {
 6. Real engines (issue 25): engines users run, under every allocator, over $rounds interleaved
    rounds (each in a new order): eager PyTorch CPU decoding of a small GPT-style model whose
    K/V caches grow by torch.cat every token (batch 1 and 4, a short decode, and batch 1 for
-   $torch_long_tokens tokens in the longer row, whose K/V outgrow glibc's mmap threshold),
+   $torch_long_tokens tokens in the longer row, where glibc alone trims and regrows its heap),
    numpy elementwise expressions over 64 MiB arrays, and an ONNX Runtime decode loop
    (onnxruntime-node, its arena on, the same decoder exported by PyTorch; batch 4, for
    $ort_steps steps, and for $ort_long_steps in the longer row, whose K/V pass 2 MiB). Steady

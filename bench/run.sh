@@ -587,8 +587,9 @@ engine_args() {
 	torch-b1) echo "torch 1 $engine_tokens 8" ;;
 	torch-b4) echo "torch 4 $((engine_tokens * 3 / 4)) 6" ;;
 	# a context users decode to: 300 tokens, the K/V of each layer past
-	# 600 KiB, where glibc's mmap threshold gives way (it maps and unmaps
-	# them every step: 230-260 faults a step, against 4-26 for the others)
+	# 600 KiB, where glibc alone trims and regrows its heap and maps and
+	# unmaps K/V every step (230-260 faults a step, against 4-26 for the
+	# others)
 	torch-b1-long) echo "torch 1 $((engine_tokens * 25 / 2)) $engine_tokens" ;;
 	numpy) echo "numpy $((engine_tokens * 2 / 3)) 4" ;;
 	ort-b4) echo "ort $T/decoder.onnx 4 $((engine_tokens * 3)) 8" ;;
