@@ -119,10 +119,8 @@ void scratch__tail_probe(struct tcache *tc, uint32_t id, bool zeroed, uint64_t f
 
 	if (tc->tag >= OWNER_TAIL || __atomic_load_n(&g.locked, __ATOMIC_RELAXED))
 		return;
-	/* only into the list's first half: the other stays for limited
-	 * leases; a newer probe takes the place of the oldest, so that a few
-	 * buffers held long and written sparsely (a Python program's first
-	 * large allocations) do not stop a thread from being measured */
+	/* only into the list's first half (the other stays for limited
+	 * leases), in the oldest probe's place when that half is full */
 	if (tc->ntails > TAIL_SLOTS / 2 || (tc->ntails == TAIL_SLOTS / 2 && !probe_evict(tc)))
 		return;
 	/* usable: the whole block, as unwatched */
