@@ -2,6 +2,7 @@
 """bench/report.py - the tables of `make bench`, from the results bench/run.sh wrote.
 
     bench/report.py [--section NAME]... [--table TABLE] RESULTS
+    bench/report.py --best-peer ENGINE-TABLE RESULTS
 
 With RESULTS alone it prints everything the run printed on its standard output:
 the header, then each section the file holds, in the order they ran.
@@ -11,6 +12,9 @@ so after each section's rounds. --table prints one table alone, without its
 caption (decode-default, decode-main-alloc, vary-default, vary-main-alloc,
 churn, grow, kvset, spawn, stats, audit, scale, small, pair, engine-torch-b1,
 engine-torch-b4, engine-torch-b1-long, engine-numpy, engine-ort-b4, engine-ort-b4-long).
+--best-peer prints the comparison allocator with the best median rate in one
+engine table (an engine-* name above), or an empty line; run.sh runs the shim
+beside it in alternated pairs (the pairs-* tables, printed under the engine's).
 
 The results file holds one record a line:
     # TEXT                      a comment
@@ -195,6 +199,12 @@ TABLES = {
     "engine-numpy": "engines",
     "engine-ort-b4": "engines",
     "engine-ort-b4-long": "engines",
+    "pairs-torch-b1": "engines",
+    "pairs-torch-b4": "engines",
+    "pairs-torch-b1-long": "engines",
+    "pairs-numpy": "engines",
+    "pairs-ort-b4": "engines",
+    "pairs-ort-b4-long": "engines",
 }
 ENGINES = [("engine-torch-b1", "PyTorch decode, batch 1", "tok_s", "cpu_tok_ms", "tokens/s"),
            ("engine-torch-b4", "PyTorch decode, batch 4", "tok_s", "cpu_tok_ms", "tokens/s"),
@@ -837,6 +847,24 @@ class Printer:
                 "%s from %s" % (o, ", ".join(sorted(set(cs)))) for o, cs in outs.items()))
         elif outs:
             self.printf("  outputs identical in every run (%s)\n", list(outs)[0])
+        self.engine_pairs(t, rate)
+
+    def engine_pairs(self, t, rate):
+        """The shim on glibc beside the best peer of the rounds, in runs
+        alternated right after them (run.sh's pairs-ENGINE table): the
+        median of the pairs' ratios, their spread and the pairs in which the
+        shim was at least as fast."""
+        p = "pairs" + t[len("engine"):]
+        r = self.r
+        peers = [c for c in PEERS if r.status(p, c) == ""]
+        if r.status(p, "shim-glibc") != "" or len(peers) != 1:
+            return
+        x = r.rmedian(p, "shim-glibc", peers[0], rate)
+        self.printf("  alternated with %s right after, in %d pairs: shim on glibc %s %s"
+                    " (%s), ahead in %s\n", cname(peers[0]),
+                    len(split(r.vals.get((p, "shim-glibc", rate), ""))), xfmt(x),
+                    mark(x != "", cmp(x, 1.0) >= 0), self.spread(p, "shim-glibc", peers[0], rate),
+                    self.ahead(p, "shim-glibc", peers[0], rate))
 
     def engines_table(self, t):
         """Every engine that ran, or that says why it could not."""
@@ -1033,7 +1061,11 @@ CAPTIONS = {
    per steady step (minor faults as the kernel counts them: the pages the shim populates in
    one call count one each, without a trap); peak RSS (the engine's ru_maxrss). Targets
    (shim rows): >= 1.00x the best peer's rate, peak RSS <= 1.10x the best peer's, outputs
-   identical.
+   identical. Under each table: the shim on glibc beside that best peer in $prounds
+   pairs of adjacent runs right after the rounds, each pair's first run alternating; the
+   median of the pairs' ratios, their range and the pairs it was ahead in. A round spans
+   minutes, over which this machine's speed drifts by up to 20%; a pair's two runs share
+   its state.
 """,
     "pair": """\
 
@@ -1060,7 +1092,7 @@ def caption(res, key):
     settings = dict(res.settings)
     for lib in ("jemalloc", "tcmalloc", "mimalloc"):
         settings[lib] = settings.get(lib) or "not installed"
-    for name in ("ort_steps", "ort_long_steps", "torch_long_tokens"):  # results from before they were recorded
+    for name in ("ort_steps", "ort_long_steps", "torch_long_tokens", "prounds"):  # from before they were recorded
         settings.setdefault(name, "(not recorded)")
     try:
         return string.Template(CAPTIONS[key]).substitute(settings)
@@ -1096,17 +1128,25 @@ def main(argv):
     args = argv[1:]
     sections = []
     table = None
-    while len(args) > 1 and args[0] in ("--section", "--table"):
+    peer_of = None
+    while len(args) > 1 and args[0] in ("--section", "--table", "--best-peer"):
         if args[0] == "--section":
             sections.append(args[1])
-        else:
+        elif args[0] == "--table":
             table = args[1]
+        else:
+            peer_of = args[1]
         args = args[2:]
     if args in (["-h"], ["--help"]):
         sys.stdout.write(__doc__)
         return 0
     if len(args) != 1 or args[0].startswith("-"):
-        sys.stderr.write("usage: bench/report.py [--section NAME]... [--table TABLE] RESULTS\n")
+        sys.stderr.write("usage: bench/report.py [--section NAME]... [--table TABLE] RESULTS\n"
+                         "       bench/report.py --best-peer ENGINE-TABLE RESULTS\n")
+        return 2
+    rates = dict((e[0], e[2]) for e in ENGINES)
+    if peer_of is not None and peer_of not in rates:
+        sys.stderr.write("report.py: no such engine table: %s\n" % peer_of)
         return 2
     bad = [s for s in sections if s != "header" and s not in SECTIONS]
     if bad or (table is not None and table not in TABLES):
@@ -1120,6 +1160,10 @@ def main(argv):
         sys.stderr.write("report.py: %s\n" % e)
         return 1
     res = Results(text)
+    if peer_of is not None:
+        # for run.sh: the engine's best peer so far, or nothing
+        sys.stdout.write(res.best_peer(peer_of, rates[peer_of]) + "\n")
+        return 0
     out = sys.stdout.buffer
     p = Printer(res, lambda s: out.write(s.encode("utf-8", "surrogateescape")))
     try:

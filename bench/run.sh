@@ -65,6 +65,7 @@ vwarmup=$((vtokens / 2))
 vargs="--vary --tokens $vtokens --layers $vlayers --warmup $vwarmup"
 churn_steps=${BENCH_CHURN_STEPS:-2000}
 engine_tokens=${BENCH_ENGINE_TOKENS:-24} # table 6: see engine_args
+prounds=$((rounds * 2))     # table 6: the shim and the best peer in adjacent runs
 # The audit at scale: a host of BENCH_SCALE_FILE_GIB of file mapping and
 # BENCH_SCALE_ANON_GIB of anonymous memory (about 12.5 GiB of memory in all).
 scale_file_gib=${BENCH_SCALE_FILE_GIB:-8}
@@ -249,6 +250,7 @@ set tuned $tuned
 set ort_steps $((engine_tokens * 3))
 set ort_long_steps $((engine_tokens * 8))
 set torch_long_tokens $((engine_tokens * 25 / 2))
+set prounds $prounds
 EOF
 report header
 
@@ -614,6 +616,26 @@ while [ "$r" -le "$rounds" ]; do
 		done
 	done
 	r=$((r + 1))
+done
+# Then the shim on glibc beside each engine's best peer of those rounds, in
+# $prounds pairs of adjacent runs, the shim first in odd pairs and the peer
+# in even ones. A round runs nine configurations over minutes, and this
+# machine's speed drifts by 20% over minutes: a ratio between adjacent
+# runs says more than one between runs a round apart.
+for eng in $engines; do
+	peer=$("$python" "$reporter" --best-peer "engine-$eng" "$RES")
+	[ -n "$peer" ] || continue
+	i=1
+	while [ "$i" -le "$prounds" ]; do
+		progress "real engines, $eng, the shim beside $peer, pair $i of $prounds"
+		order="shim-glibc $peer"
+		[ $((i % 2)) -eq 0 ] && order="$peer shim-glibc"
+		for cfg in $order; do
+			# shellcheck disable=SC2046 # the arguments split on purpose
+			run "pairs-$eng" "$cfg" engine $(engine_args "$eng")
+		done
+		i=$((i + 1))
+	done
 done
 report engines
 }
