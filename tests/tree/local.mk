@@ -3,10 +3,13 @@
 # under valgrind, the release tarball (dist.test), the debug build under
 # ASan+UBSan, the stats segment's header standing alone, and that bootstrap
 # installs what the Debian packages' build needs (builddeps.test) and that
-# they take every file make install installs (debian_install.test).
+# they take every file make install installs (debian_install.test), and
+# bench/report.py's table 6 pairs on a results file of its own
+# (bench_report.test).
 TREE_TESTS = tests/tree/exports.test tests/tree/man.test tests/tree/format.test \
 	tests/tree/valgrind.test tests/tree/dist.test tests/tree/debug_asan.test \
-	tests/tree/segment_header.test tests/tree/builddeps.test tests/tree/debian_install.test
+	tests/tree/segment_header.test tests/tree/builddeps.test tests/tree/debian_install.test \
+	tests/tree/bench_report.test
 TESTS += $(TREE_TESTS)
 EXTRA_DIST += $(TREE_TESTS) tests/tree/exports.expected tests/tree/exports-preload.expected
 
