@@ -24,14 +24,17 @@
  * from a huge page's boundary with thp.
  *
  * Each thread keeps its limited leases in its cache (struct tcache's
- * tails), and only its own slow paths read them: so a lease must leave the
- * list before its block can be leased again. OWNER_TAIL makes its
+ * tails), and only its own slow paths read them. OWNER_TAIL makes its
  * holder's release miss the fast path (the owner compare fails), and the
  * slow release (scratch__tail_release) takes it off the list; a release by
  * another thread clears the bit, and the owner takes the block off its
- * list when it drains its remote frees (scratch__tail_forget), before the
- * block can be leased again. A check that runs between such a remote free
- * and its drain gives back the pages of a block nobody leases: harmless.
+ * list when it drains its remote frees (scratch__tail_forget). A decay
+ * pass may take those remote frees instead (pool_decay.c), and cannot
+ * touch the list: a slot may outlive its lease while the block is lent
+ * again. So the check gives pages back only for a slot whose block is
+ * still leased by its thread, limited at the slot's limit (tail_current),
+ * and drops any other (a probe's slot that outlived its lease measures
+ * another lease: a verdict at worst, no page).
  * Threads whose tag needs the bit (slot 32 767 and beyond) and orphans
  * lease unlimited. Not with locked memory, which keeps its pages.
  *
@@ -170,6 +173,24 @@ void scratch__tail_release(struct tcache *tc, uint32_t id)
 	d->owner = owner;
 }
 
+/*
+ * Is block d still leased by tc's thread, limited at from? Its release
+ * drops its slot when the owner frees it, and the owner's drain when
+ * another thread does; but a decay pass that takes the owner's remote
+ * list (behind the gate, pool_gate.c) cannot touch the owner's list,
+ * which its releases change outside the gate's bracket. So a slot may
+ * outlive its lease, and the block be lent again, even to this thread:
+ * only a lease of tc's, limited at the same from, may lose the pages past
+ * it. Run by the owner inside the bracket (a slow-path lease), when no
+ * pass is in its cache: a block another thread is freeing at this moment
+ * stays on the owner's remote list until then.
+ */
+static bool tail_current(const struct tcache *tc, const struct blk *d, uint64_t from)
+{
+	return d->state == BLK_LEASED && d->owner == (uint16_t)(tc->tag | OWNER_TAIL) &&
+	       d->next == (uint32_t)(from >> PAGE_SHIFT);
+}
+
 /* Give back the pages of leased block d past from, its usable size. */
 static void tail_trim(struct blk *d, uint64_t from)
 {
@@ -204,13 +225,12 @@ void scratch__tail_check(struct tcache *tc)
 			i++;
 			continue;
 		}
-		/* still leased by this thread (its release would have dropped
-		 * it), or freed by another since the drain (and its next is the
-		 * remote list's link now: the slot keeps the limit); a probe
-		 * that lasted this long is measured as it is */
+		/* a probe that lasted this long is measured as it is; a limited
+		 * lease gives its pages past the limit back if it is still the
+		 * lease the slot was made for (tail_current) */
 		if (tc->tails[i].probe)
 			probe_measure(tc, i);
-		else
+		else if (tail_current(tc, d, tc->tails[i].from))
 			tail_trim(d, tc->tails[i].from);
 		tc->tails[i] = tc->tails[--tc->ntails];
 	}

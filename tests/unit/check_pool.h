@@ -45,6 +45,14 @@ static inline struct scratch_stats total_stats(void)
 	return s;
 }
 
+/* Slow-path leases (a zeroed one always is) of this thread, each let go:
+ * they age its limited leases (pool_tail.c). */
+static inline void slow_leases(int n)
+{
+	for (int i = 0; i < n; i++)
+		scratch_release(scratch_acquire_zeroed(64 * KIB));
+}
+
 /* Run fn(arg) on a thread of its own and wait for it: its return value. */
 static inline void *run_thread(void *(*fn)(void *), void *arg)
 {

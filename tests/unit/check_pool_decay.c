@@ -356,6 +356,44 @@ static void remote_block_waits(bool by_owner)
 	expect_pool(0, 0);
 }
 
+/*
+ * A limited lease (pool_tail.c: a small request in the block of a large
+ * written one) that another thread frees, and that a decay pass, not its
+ * owner's drain, takes from the owner's remote list: the block decays and
+ * is leased again whole, and the old lease's slot, which would have given
+ * back the pages past its limit once it outlived 256 slow-path leases,
+ * must leave the new lease's pages alone. (A stress host lost a buffer's
+ * pages past its first 776 KiB this way: tests/shim/shim_stress.test.)
+ */
+START_TEST(test_decay_pass_takes_a_limited_lease)
+{
+	const unsigned decay_ms = 400;
+	size_t cap;
+	char *big, *p;
+
+	conf_add("decay_ms:400");
+	pools_age(decay_ms / 4 + 20); /* the next miss starts the thread */
+	big = scratch_acquire(16 * MIB);
+	cap = scratch_usable_size(big);
+	memset(big, 0x11, cap);
+	scratch_release(big);
+	p = scratch_acquire(2 * MIB);
+	ck_assert_ptr_eq(p, big);
+	ck_assert_uint_eq(scratch_usable_size(p), 2 * MIB); /* limited */
+	run_thread(release_it, p);
+	/* a pass takes our remote list (we are outside our bins, asleep),
+	 * a later one decays the block */
+	ck_assert_uint_eq(wait_trimmed(cap), cap);
+	p = scratch_acquire(16 * MIB);
+	ck_assert_ptr_eq(p, big);
+	memset(p, 0x33, cap);
+	slow_leases(300);
+	for (size_t i = 0; i < cap; i += 4 * KIB)
+		ck_assert_int_eq(p[i], 0x33);
+	scratch_release(p);
+}
+END_TEST
+
 START_TEST(test_decay_remote_freed_by_pass)
 {
 	remote_block_waits(false);
@@ -441,6 +479,7 @@ Suite *pool_decay_suite(void)
 	tcase_add_test(tc, test_decay_depot_and_fork);
 	tcase_add_test(tc, test_decay_remote_freed_by_pass);
 	tcase_add_test(tc, test_decay_remote_freed_by_owner);
+	tcase_add_test(tc, test_decay_pass_takes_a_limited_lease);
 #endif
 	tcase_add_test(tc, test_decay_inline);
 	tcase_add_test(tc, test_decay_thread_waits_a_period);

@@ -288,13 +288,6 @@ static void *release_it(void *p)
 	return NULL;
 }
 
-/* Slow-path leases (a zeroed one always is) of this thread, each let go. */
-static void slow_leases(int n)
-{
-	for (int i = 0; i < n; i++)
-		scratch_release(scratch_acquire_zeroed(64 * KIB));
-}
-
 /* A 2 MiB lease of the idle block of a written 16 MiB buffer (*ret_big). */
 static char *small_lease_of_written_block(char **ret_big)
 {
