@@ -48,6 +48,10 @@
  * buffers spanned (the union of the address ranges written, all threads),
  * what the caches must hold; an allocator that gives one thread's buffer the
  * memory another thread's just left has a smaller one.
+ * steady_faulting_tokens counts the steady tokens that faulted any page (a
+ * lazy allocator's new maxima land in some of them, the floor's in none);
+ * steady_quiet_tokens_per_s is the rate of the others (0 when there are
+ * none): what the allocator's reuse costs once its memory is in place.
  */
 #include <limits.h>
 #include <stdint.h>
@@ -127,6 +131,8 @@ struct decode {
 	struct spans touched[MAX_WORKERS + 1]; /* per worker, then the main thread */
 	struct span *merged;                   /* room for all of them */
 	double hot_bytes;                      /* summed over the steady tokens */
+	unsigned quiet;                        /* steady tokens that faulted no page */
+	double quiet_s;                        /* and their wall-clock time */
 };
 
 struct worker {
@@ -554,12 +560,13 @@ static void report(const struct decode *d, struct sample s0, struct sample s1, s
 	       "cpu_ms_per_token=%.3f steady_cpu_ms_per_token=%.3f first_token_ms=%.2f "
 	       "steady_ms_per_token=%.3f warmup_excess_ms=%.2f prefault_ms=%.2f "
 	       "warmup_faults=%ld warmup_sys_ms=%.1f sys_ms=%.1f steady_hot_mib=%.1f "
-	       "steady_refaults_per_token=%.2f\n",
+	       "steady_refaults_per_token=%.2f steady_faulting_tokens=%u "
+	       "steady_quiet_tokens_per_s=%.3f\n",
 	       variant, sizes, d->workers, d->tokens, d->layers, d->warmup, secs, tps, steady_tps,
 	       s2.faults - s0.faults, fpt, steady_fpt, rss, (s2.cpu - s0.cpu) * 1e3 / d->tokens,
 	       (s2.cpu - s1.cpu) * 1e3 / steady, tm.first_ms, steady_ms, excess_ms, tm.prefault_ms,
 	       s1.faults - s0.faults, (s1.sys - s0.sys) * 1e3, (s2.sys - s0.sys) * 1e3, hot_mib,
-	       steady_rpt);
+	       steady_rpt, steady - d->quiet, d->quiet != 0 ? d->quiet / d->quiet_s : 0.0);
 }
 
 /* The timed loop, with the workers already running. */
@@ -596,8 +603,13 @@ static int decode_run(struct decode *d)
 		if (!run_token(d, tok, pre_shared, pre_logits))
 			break;
 		t1 = take_sample(false);
-		if (tok >= d->warmup) /* microseconds: a few dozen ranges */
+		if (tok >= d->warmup) { /* microseconds: a few dozen ranges */
 			d->hot_bytes += hot_set(d);
+			if (t1.faults == t0.faults) {
+				d->quiet++;
+				d->quiet_s += t1.t - t0.t;
+			}
+		}
 		if (tok == 0)
 			tm.first_ms = (t1.t - t0.t) * 1e3;
 		if (d->verbose)

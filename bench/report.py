@@ -492,6 +492,23 @@ class Printer:
                         r.median(t, c, "warmup_faults"), r.median(t, c, "sys_ms"))
             self.printf("    %-26s against the floor with its pre-fault counted: %.2fx\n", "",
                         div(tf + num(pf), tc))
+            self.quiet_tokens(t, c)
+
+    def quiet_tokens(self, t, c):
+        """How many of c's steady tokens faulted (a lazy allocator's new maxima
+        land there: a layer that needs more large blocks at once than any
+        before, a draw larger than its block ever held), and the others' rate
+        against the floor's steady rate, round by round. Runs recorded before
+        decode printed these figures have no such line."""
+        r = self.r
+        nf = r.median(t, c, "steady_faulting_tokens")
+        if nf == "":
+            return
+        steady = num(r.median(t, c, "tokens")) - num(r.median(t, c, "warmup"))
+        xq = r.rmedian(t, c, "floor", "steady_quiet_tokens_per_s") if nf < steady else ""
+        self.printf("    %-26s steady tokens that faulted: %s of %.0f; the others at %s the "
+                    "floor's steady rate\n", "", sprintf("%g", nf), steady,
+                    "(none)" if xq == "" else xfmt(xq))
 
     def churn_table(self, t):
         """Each shim against its backend alone on bench/churn; peak RSS judged
@@ -916,7 +933,9 @@ CAPTIONS = {
    smaller one than per-thread pools, which keep each thread's pages apart; where the hot set
    outgrows the last-level cache, writes slow down. The floor allocates every buffer at its
    largest size and pre-faults it before its timer; each use writes the same bytes as in the
-   other runs.
+   other runs. Under each table, per shim: the steady tokens that faulted any page (a lazy
+   allocator's new maxima; the floor's are all pre-faulted) and the others' rate against the
+   floor's steady rate.
    Targets (shim rows): whole run ahead of every peer (> 1x the best), steady state >= 0.97x
    the floor, no page faulted twice in the steady state (0 refaults per token; a new maximum
    must be faulted once), peak RSS <= 1.25x the floor's.
