@@ -23,8 +23,11 @@ struct scratch__pool scratch__pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .min = 
 
 /*
  * The hit path for a pooled size: pop the head of this thread's bin, or
- * (empty bin, a sentinel cache, a trim to honour first, or a decay pass's
- * gate up) return miss(size), a tail call. The whole pop is inside the
+ * (empty bin, a head whose earlier leases wrote less than size, a sentinel
+ * cache, a trim to honour first, or a decay pass's gate up) return
+ * miss(size), a tail call. A lease past its block's extent has new pages,
+ * and the slow path brings them in with one call where the thread writes
+ * its leases whole (pool_dense.c) instead of a trap a page. The whole pop is inside the
  * counters' sequence bracket, and the gate (trim_epoch) is read after the
  * bracket opens: that is what lets a decay pass tell whether this thread
  * is in its bins (pool_gate.c). The bin's head and count are written by
@@ -43,7 +46,9 @@ static inline void *acquire_hit(uint64_t size, void *(*miss)(uint64_t))
 		struct bin *b = &tc->bins[bin];
 		uint32_t id = b->head;
 
-		if (likely(id != 0)) {
+		/* within what the block's earlier leases wrote: a longer lease
+		 * (new pages) takes the slow path, which populates them */
+		if (likely(id != 0) && likely(size <= g.blk[id].ext)) {
 			struct blk *d = &g.blk[id];
 			uint64_t cap = tc->cap[bin];
 
@@ -219,9 +224,9 @@ void *scratch_acquire_zeroed(size_t size)
 	ext = (ext + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
 	if (ext < size && size - ext >= POPULATE_MIN)
 		populate_lease(p, ext, size);
-	/* all of it: a fast-path lease of the block's class may have written
-	 * past ext (not recorded), and populated pages that were there keep
-	 * their data */
+	/* all of it: the pages up to ext hold earlier leases' data (a
+	 * fast-path lease stays within ext), and a populate keeps the data of
+	 * pages that were there */
 	memset(p, 0, size);
 	return p;
 }

@@ -102,8 +102,10 @@ struct blk {
 	 * (bin_link). */
 	uint64_t stamp;
 	/* Bytes from the start that a lease may have written since the pages
-	 * were last fresh: the largest request a slow path lent it (a fast-path
-	 * hit, a request of its own class, is not recorded). 0 when fresh. */
+	 * were last fresh: the largest request a slow path lent it (a
+	 * fast-path hit stays within it: a longer request of its own class
+	 * takes the slow path, which populates the pages past it). 0 when
+	 * fresh. */
 	uint64_t ext;
 };
 _Static_assert(sizeof(struct blk) == 32, "a power of two: one shift indexes the table");

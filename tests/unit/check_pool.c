@@ -394,6 +394,48 @@ START_TEST(test_fresh_populated_when_written_whole)
 }
 END_TEST
 
+/* A thread that writes its leases whole takes its block back, from its
+ * own class's bin, for a longer request than the block's earlier leases
+ * wrote: the pages past them come populated (all 320 resident before the
+ * holder writes any), not a trap a page at its writes. The bin's head
+ * alone would be a fast-path hit, which does not bring pages in. */
+struct extent_case {
+	char *first, *next;
+	size_t next_resident;
+};
+
+static void *extent_case_run(void *arg)
+{
+	struct extent_case *e = arg;
+	char *a, *b;
+
+	a = scratch_acquire(MIB + 64 * KIB); /* fresh: a probe, written whole */
+	ck_assert_ptr_nonnull(a);
+	memset(a, 0x6b, MIB + 64 * KIB);
+	scratch_release(a);                   /* its band is dense from here on */
+	b = scratch_acquire(MIB + 256 * KIB); /* the same class (1.25 MiB) */
+	ck_assert_ptr_nonnull(b);
+	e->first = a;
+	e->next = b;
+	e->next_resident = resident_pages(b, MIB + 256 * KIB);
+	scratch_release(b);
+	return NULL;
+}
+
+START_TEST(test_longer_lease_of_own_block_populated)
+{
+	struct extent_case e = {NULL, NULL, 0};
+
+	if (!kernel_populates()) {
+		fprintf(stderr, "%s: no MADV_POPULATE_WRITE: not checked\n", __func__);
+		return;
+	}
+	in_fresh_thread(extent_case_run, &e);
+	ck_assert_ptr_eq(e.next, e.first); /* the same block, taken back */
+	ck_assert_uint_eq(e.next_resident, (MIB + 256 * KIB) / 4096);
+}
+END_TEST
+
 /* A probe written whole while still leased decides its band at the
  * thread's next slow-path lease: a buffer taken, written, and the next one
  * (of the same power of two, a new block) taken while it is held comes
@@ -882,6 +924,7 @@ Suite *pool_suite(void)
 	tcase_add_test(tc, test_zeroed);
 	tcase_add_test(tc, test_zeroed_growth_populates);
 	tcase_add_test(tc, test_fresh_populated_when_written_whole);
+	tcase_add_test(tc, test_longer_lease_of_own_block_populated);
 	tcase_add_test(tc, test_live_probe_written_whole_decides);
 	tcase_add_test(tc, test_held_sparse_probes_make_room);
 	tcase_add_test(tc, test_dense_lease_huge_frames);
