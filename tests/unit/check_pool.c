@@ -172,6 +172,17 @@ START_TEST(test_foreign_pointers)
 }
 END_TEST
 
+/* The offset of the first nonzero byte of the n at p, or n: one check
+ * for a whole buffer (a ck_assert a byte takes seconds under TSan). */
+static size_t first_nonzero(const char *p, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && p[i] == 0)
+		i++;
+	return i;
+}
+
 START_TEST(test_zeroed)
 {
 	char *p = scratch_acquire_zeroed(300 * KIB), *q;
@@ -183,8 +194,7 @@ START_TEST(test_zeroed)
 	scratch_release(p);
 	q = scratch_acquire_zeroed(300 * KIB);
 	ck_assert_ptr_eq(p, q); /* recycled, so it had to be cleared */
-	for (size_t i = 0; i < 300 * KIB; i++)
-		ck_assert_int_eq(q[i], 0);
+	ck_assert_uint_eq(first_nonzero(q, 300 * KIB), 300 * KIB);
 	scratch_release(q);
 }
 END_TEST
@@ -217,8 +227,8 @@ static long trap_faults(int fd)
 /* A zeroed lease of a recycled block past what earlier leases wrote: the
  * pages beyond come in with one madvise, not a trap each (where the kernel
  * has MADV_POPULATE_WRITE and perf events are allowed), and every byte
- * reads zero, also those a fast-path lease of the block's class wrote
- * past the recorded extent. */
+ * reads zero, also those a later, longer lease of the block's class
+ * wrote past the extent the zeroed lease recorded. */
 START_TEST(test_zeroed_growth_populates)
 {
 	char *p, *q, *probe;
@@ -240,19 +250,19 @@ START_TEST(test_zeroed_growth_populates)
 	q = scratch_acquire_zeroed(316 * KIB); /* 56 KiB, 14 pages, never written */
 	traps = fd >= 0 ? trap_faults(fd) - before : -1;
 	ck_assert_ptr_eq(q, p);
-	for (size_t i = 0; i < 316 * KIB; i++)
-		ck_assert_int_eq(q[i], 0);
-	/* 14 without the populate; a few others may land in the window (a
-	 * sanitizer's shadow pages: 3 under ASan) */
+	ck_assert_uint_eq(first_nonzero(q, 316 * KIB), 316 * KIB);
+	/* 14 without the populate, and a sanitizer's shadow pages land in
+	 * the window on top of those (3 under ASan, 7 under TSan): fewer than
+	 * the 14 pages' traps means one call brought them in */
 	if (fd >= 0 && populate)
-		ck_assert_int_lt(traps, 7);
+		ck_assert_int_lt(traps, 14);
 	else
 		fprintf(stderr, "test_zeroed_growth_populates: %s: trap count not checked\n",
 		        fd < 0 ? "perf events refused" : "no MADV_POPULATE_WRITE");
 	if (fd >= 0)
 		close(fd);
 
-	/* a fast-path hit of the class writes past the recorded 316 KiB */
+	/* a longer lease of the class writes past the recorded 316 KiB */
 	memset(q, 0xcd, 316 * KIB);
 	scratch_release(q);
 	q = scratch_acquire(320 * KIB);
@@ -261,8 +271,7 @@ START_TEST(test_zeroed_growth_populates)
 	scratch_release(q);
 	q = scratch_acquire_zeroed(320 * KIB);
 	ck_assert_ptr_eq(q, p);
-	for (size_t i = 0; i < 320 * KIB; i++)
-		ck_assert_int_eq(q[i], 0);
+	ck_assert_uint_eq(first_nonzero(q, 320 * KIB), 320 * KIB);
 	scratch_release(q);
 }
 END_TEST
