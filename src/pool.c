@@ -27,12 +27,12 @@ struct scratch__pool scratch__pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .min = 
  * cache, a trim to honour first, or a decay pass's gate up) return
  * miss(size), a tail call. A lease past its block's extent has new pages,
  * and the slow path brings them in with one call where the thread writes
- * its leases whole (pool_dense.c) instead of a trap a page. The whole pop is inside the
- * counters' sequence bracket, and the gate (trim_epoch) is read after the
- * bracket opens: that is what lets a decay pass tell whether this thread
- * is in its bins (pool_gate.c). The bin's head and count are written by
- * two scalar stores on purpose: the compiler would otherwise pair them
- * into a vector store.
+ * its leases whole (pool_dense.c) instead of a trap a page. The whole pop
+ * is inside the counters' sequence bracket, and the gate (trim_epoch) is
+ * read after the bracket opens: that is what lets a decay pass tell
+ * whether this thread is in its bins (pool_gate.c). The bin's head and
+ * count are written by two scalar stores on purpose: the compiler would
+ * otherwise pair them into a vector store.
  */
 static inline void *acquire_hit(uint64_t size, void *(*miss)(uint64_t))
 {
