@@ -494,8 +494,8 @@ static inline void count_live(unsigned cls, int64_t n)
  * *ret_fresh (when not NULL) says whether its pages read as zero, and
  * *ret_ext (when not NULL) how many bytes from its start an earlier lease
  * is known to have written (struct blk's ext before this lease: past it,
- * the pages were never written since they were last fresh, unless a
- * fast-path hit of the block's own class wrote them). NULL with errno
+ * the pages were never written since they were last fresh; a fast-path
+ * hit stays within it). NULL with errno
  * ERANGE (not a pooled size) or ENOMEM. */
 SCRATCH_HIDDEN SCRATCH_COLD void *scratch__acquire_slow(uint64_t size, bool *ret_fresh,
                                                         uint64_t *ret_ext);
