@@ -385,6 +385,26 @@ SHIMS = ["shim-glibc", "shim-jemalloc", "shim-tcmalloc", "shim-mimalloc"]
 DECODE_CFGS = ["floor"] + PEERS + SHIMS + ["shim-glibc-thp"]
 
 
+# Student's t, two-sided 95%, by degrees of freedom (1-30); beyond, 1.96.
+T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+        2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+        2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+
+
+def ratio_interval(ratios):
+    """The geometric mean of ratios (paired runs' ratios, all positive) and
+    the 95% interval of it that Student's t gives on their logarithms, as
+    (mean, lo, hi); None for fewer than two, or any not positive."""
+    if len(ratios) < 2 or any(not x > 0 for x in ratios):
+        return None
+    lg = [math.log(x) for x in ratios]
+    n = len(lg)
+    m = sum(lg) / n
+    sd = math.sqrt(sum((v - m) ** 2 for v in lg) / (n - 1))
+    half = (T975[n - 2] if n - 1 <= len(T975) else 1.96) * sd / math.sqrt(n)
+    return math.exp(m), math.exp(m - half), math.exp(m + half)
+
+
 def cname(c):
     """The name of configuration c in the tables."""
     return CNAMES.get(c, c)
@@ -882,6 +902,14 @@ class Printer:
                     len(split(r.vals.get((p, "shim-glibc", rate), ""))), xfmt(x),
                     mark(x != "", cmp(x, 1.0) >= 0), self.spread(p, "shim-glibc", peers[0], rate),
                     self.ahead(p, "shim-glibc", peers[0], rate))
+        iv = ratio_interval([num(v) for v in split(r.vals.get(
+            (p, "shim-glibc/" + peers[0], rate), ""))])
+        if iv is not None:
+            m, lo, hi = iv
+            self.printf("    their geometric mean %.2fx, 95%% interval %.2f-%.2f: %s\n", m, lo, hi,
+                        "ahead beyond the noise" if lo > 1.0 else
+                        "behind beyond the noise" if hi < 1.0 else
+                        "the noise explains the difference")
 
     def engines_table(self, t):
         """Every engine that ran, or that says why it could not."""
@@ -1082,9 +1110,14 @@ CAPTIONS = {
    (shim rows): >= 1.00x the best peer's rate, peak RSS <= 1.10x the best peer's, outputs
    identical. Under each table: the shim on glibc beside that best peer in $prounds
    pairs of adjacent runs right after the rounds, each pair's first run alternating; the
-   median of the pairs' ratios, their range and the pairs it was ahead in. A round spans
-   minutes, over which this machine's speed drifts by up to 20%; a pair's two runs share
-   its state.
+   median of the pairs' ratios, their range and the pairs it was ahead in; then their
+   geometric mean with its 95% interval (Student's t on the ratios' logarithms) and what
+   that says: ahead or behind beyond the noise, or a difference the noise explains. A
+   round spans minutes, over which this machine's speed drifts by up to 20%; a pair's two
+   runs share its state, but pairs made within minutes of each other share a drift too,
+   so the interval is narrower than the truth (docs/performance.md, "Which differences
+   the noise explains"). The rounds' ratios read a tie below 1.00x: their best peer is the
+   fastest of five measured on the same noisy rounds; the pairs, run afterwards, do not.
 """,
     "pair": """\
 
