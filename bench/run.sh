@@ -36,7 +36,8 @@
 # PKG_CONFIG (from configure); BENCH_ROUNDS (default 3), BENCH_TOKENS
 # (default 32), BENCH_VARY_TOKENS (default 32) and BENCH_CHURN_STEPS
 # (default 2000) to trade time for precision; BENCH_SCALE_FILE_GIB (8),
-# BENCH_SCALE_ANON_GIB (4) and BENCH_SCALE_ROUNDS (3) for table 2b; BENCH_ONLY
+# BENCH_SCALE_ANON_GIB (4) and BENCH_SCALE_ROUNDS (3) for table 2b;
+# BENCH_PAIRS (2 x BENCH_ROUNDS) for table 6's pairs; BENCH_ONLY
 # to run some tables;
 # BENCH_RESULTS to name the results file; PYTHON (default python3) to run
 # bench/report.py.
@@ -44,7 +45,16 @@ set -u
 
 top=${SCRATCH_TOP_BUILDDIR:?run me through make bench}
 src=$(cd "$(dirname "$0")/.." && pwd)
+# posint NAME: exit with one clear error unless variable NAME holds a
+# positive integer (the counts below come from the environment).
+posint() {
+	eval "_pv=\${$1}"
+	case $_pv in
+	'' | *[!0-9]* | 0*) echo "bench: $1 must be a positive integer, not '$_pv'" >&2; exit 2 ;;
+	esac
+}
 rounds=${BENCH_ROUNDS:-3}
+posint rounds
 tokens=${BENCH_TOKENS:-32}
 layers=4
 warmup=4
@@ -65,12 +75,16 @@ vwarmup=$((vtokens / 2))
 vargs="--vary --tokens $vtokens --layers $vlayers --warmup $vwarmup"
 churn_steps=${BENCH_CHURN_STEPS:-2000}
 engine_tokens=${BENCH_ENGINE_TOKENS:-24} # table 6: see engine_args
-prounds=$((rounds * 2))     # table 6: the shim and the best peer in adjacent runs
+prounds=${BENCH_PAIRS:-$((rounds * 2))} # table 6: the shim and the best peer in adjacent runs
 # The audit at scale: a host of BENCH_SCALE_FILE_GIB of file mapping and
 # BENCH_SCALE_ANON_GIB of anonymous memory (about 12.5 GiB of memory in all).
 scale_file_gib=${BENCH_SCALE_FILE_GIB:-8}
 scale_anon_gib=${BENCH_SCALE_ANON_GIB:-4}
 scale_rounds=${BENCH_SCALE_ROUNDS:-3}
+for v in tokens vtokens churn_steps engine_tokens prounds scale_file_gib scale_anon_gib \
+	scale_rounds; do
+	posint $v
+done
 # jemalloc as the PyTorch CPU tuning guides set it: the Intel Extension for
 # PyTorch guide (which PyTorch's own guide points to) gives these decay times
 # of 9*10^9 ms; others give -1 (never purge). They differ: with the former the

@@ -4,8 +4,8 @@
 # ASan+UBSan, the stats segment's header standing alone, and that bootstrap
 # installs what the Debian packages' build needs (builddeps.test) and that
 # they take every file make install installs (debian_install.test), and
-# bench/report.py's table 6 pairs on a results file of its own
-# (bench_report.test).
+# bench/report.py's table 6 pairs on a results file of its own, and
+# bench/run.sh's refusal of a bad count (bench_report.test).
 TREE_TESTS = tests/tree/exports.test tests/tree/man.test tests/tree/format.test \
 	tests/tree/valgrind.test tests/tree/dist.test tests/tree/debug_asan.test \
 	tests/tree/segment_header.test tests/tree/builddeps.test tests/tree/debian_install.test \
