@@ -828,10 +828,15 @@ class Printer:
                             "<= 100: " + verdict(cmp(ir, 100.0) <= 0) if shim else "(reference)",
                             r.median(t, c, "ir_per_iter"))
 
+    def ratios(self, t, c1, c2, k):
+        """The per-round ratios of c1's figure k to c2's, as rmedian
+        computed and kept them (none before it ran)."""
+        return [num(v) for v in split(self.r.vals.get((t, c1 + "/" + c2, k), ""))]
+
     def spread(self, t, c1, c2, k):
         """The smallest and largest per-round ratio of c1 to c2 (after
         rmedian computed them), as "lo-hi"."""
-        a = [num(v) for v in split(self.r.vals.get((t, c1 + "/" + c2, k), ""))]
+        a = self.ratios(t, c1, c2, k)
         if not a:
             return "-"
         return sprintf("%.2f-%.2f", min(a), max(a))
@@ -839,7 +844,7 @@ class Printer:
     def ahead(self, t, c1, c2, k):
         """In how many rounds c1's figure k was at least c2's (after rmedian
         computed the ratios), as "n/rounds"."""
-        a = [num(v) for v in split(self.r.vals.get((t, c1 + "/" + c2, k), ""))]
+        a = self.ratios(t, c1, c2, k)
         if not a:
             return "-"
         return "%d/%d" % (sum(1 for v in a if v >= 1.0), len(a))
@@ -902,8 +907,7 @@ class Printer:
                     len(split(r.vals.get((p, "shim-glibc", rate), ""))), xfmt(x),
                     mark(x != "", cmp(x, 1.0) >= 0), self.spread(p, "shim-glibc", peers[0], rate),
                     self.ahead(p, "shim-glibc", peers[0], rate))
-        iv = ratio_interval([num(v) for v in split(r.vals.get(
-            (p, "shim-glibc/" + peers[0], rate), ""))])
+        iv = ratio_interval(self.ratios(p, "shim-glibc", peers[0], rate))
         if iv is not None:
             m, lo, hi = iv
             self.printf("    their geometric mean %.2fx, 95%% interval %.2f-%.2f: %s\n", m, lo, hi,
