@@ -60,6 +60,12 @@
 #define OWNER_TAIL 0x8000u
 #define TAIL_SLOTS 8 /* limited leases a thread keeps track of */
 
+/* n bytes rounded up to whole pages */
+static inline uint64_t page_up(uint64_t n)
+{
+	return (n + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
+}
+
 #define DEPOT_NODES 64 /* per_node: node ids below this get depot lists of their own */
 
 /*
@@ -140,7 +146,10 @@ struct tcache {
 	uint32_t busy;      /* its thread is in a slow path that touches the bins (pool_gate.c) */
 	uint32_t last_miss, prev_miss; /* classes of its last two growths, 0: none */
 	uint32_t nmiss;                /* its misses so far */
-	uint32_t miss_seq[NBINS];      /* per request class: nmiss at its last miss, 0: none */
+	/* Bytes of pages its cache hits have written past their blocks' pages
+	 * and old idle blocks have not yet given back (scratch__lease_shed) */
+	uint64_t owed;
+	uint32_t miss_seq[NBINS]; /* per request class: nmiss at its last miss, 0: none */
 	/* per request class, a bit: its last miss carved for a set (pool_grow.c) */
 	uint64_t set_miss[(NBINS + 63) / 64];
 	/* per_node: its thread's node + 1 at its last slow path; 0: none yet */
@@ -553,6 +562,8 @@ SCRATCH_HIDDEN bool scratch__pages_locked(void);
 SCRATCH_HIDDEN uint64_t scratch__block_move(struct blk *src, struct blk *dst, uint64_t off,
                                             uint64_t room);
 SCRATCH_HIDDEN unsigned scratch__growth_class(struct tcache *tc, uint64_t size, unsigned bin);
+SCRATCH_HIDDEN void scratch__lease_shed(struct tcache *tc, unsigned cls, uint64_t size,
+                                        uint64_t ext);
 SCRATCH_HIDDEN void scratch__carve_shed(struct tcache *tc, unsigned bin, uint64_t lease,
                                         uint64_t bytes);
 SCRATCH_HIDDEN uint64_t scratch__carve_move(struct tcache *tc, unsigned bin, uint64_t size,
@@ -609,6 +620,8 @@ SCRATCH_HIDDEN uint32_t scratch__depot_take(unsigned node, unsigned bin);
 SCRATCH_HIDDEN uint64_t scratch__depot_trim(void);
 SCRATCH_HIDDEN uint64_t scratch__depot_shed(unsigned node, unsigned start, unsigned end,
                                             uint64_t bytes);
+SCRATCH_HIDDEN uint64_t scratch__depot_shed_old(unsigned node, unsigned start, unsigned end,
+                                                uint64_t before_ms, uint64_t *owed);
 SCRATCH_HIDDEN void scratch__block_emptied(struct blk *d, bool kept);
 SCRATCH_HIDDEN void scratch__block_empty_from(uint32_t id, uint64_t from);
 SCRATCH_HIDDEN void scratch__block_empty(uint32_t id);

@@ -10,7 +10,10 @@
  * of those left beyond 1/8 of what the thread has leased
  * (scratch__carve_shed), so growth leaves no trail of resident idle
  * blocks. realloc's growth of a pool block moves its pages the same way
- * (scratch__shim_move, pool.c).
+ * (scratch__shim_move, pool.c). A cache hit that writes past its block's
+ * pages owes them, and old idle blocks of the depot near its class pay
+ * them back (scratch__lease_shed): a set freed late by a collector keeps
+ * no more resident idle blocks than it turns over.
  *
  * Owns what the kernel allows of moves (none before Linux 5.7 or where
  * refused; within one mapping only before 6.17), the probe page that tells
@@ -309,6 +312,51 @@ void scratch__carve_shed(struct tcache *tc, unsigned bin, uint64_t lease, uint64
 		                          budget - shed);
 }
 
+/* A thread owes at most this much: what old blocks give back answers the
+ * growth of the last moments, not of the whole run */
+#define OWED_MAX (UINT64_C(16) << 20)
+/* It settles once it owes this much: one lock for several growths */
+#define OWED_MIN (UINT64_C(256) << 10)
+/* Old: idle for decay_ms / SHED_AGE_DIV (625 ms at the default) */
+#define SHED_AGE_DIV 16
+
+/*
+ * A cache hit whose lease of size writes past its block's pages (ext): the
+ * new pages are owed, and once tc owes OWED_MIN or more, old idle blocks of
+ * the depot near the block's class give theirs back, the oldest first,
+ * each within what is owed: this node's, of the classes within 2x either
+ * side, idle for decay_ms / SHED_AGE_DIV. A set of buffers freed late by a
+ * collector (ONNX Runtime's K/V outputs) keeps more blocks than it needs
+ * between collections, and their pages stay those of the sizes it had when
+ * each went idle; as the set grows into its blocks, the pages of the ones
+ * it keeps leaving idle go back instead of adding to its peak. A block idle
+ * that long is past the set's turnover; a host that comes back to it faults
+ * it again, as it would after decay, only sooner. Blocks in the threads' own caches are not touched: what a thread
+ * keeps, a loop whose sizes vary takes again (table 1v). Not with
+ * decay_ms:0 (nothing decays), nor when the process locks its memory
+ * (nothing would go back). tc is the caller's; takes g.lock.
+ */
+void scratch__lease_shed(struct tcache *tc, unsigned cls, uint64_t size, uint64_t ext)
+{
+	const uint64_t age = g.conf.decay_ms / SHED_AGE_DIV;
+	uint64_t now;
+
+	tc->owed += page_up(size) - page_up(ext);
+	if (tc->owed > OWED_MAX)
+		tc->owed = OWED_MAX;
+	if (tc->owed < OWED_MIN || g.conf.decay_ms == 0 ||
+	    __atomic_load_n(&g.proc->depot_blocks, __ATOMIC_RELAXED) == 0 ||
+	    __atomic_load_n(&g.locked, __ATOMIC_RELAXED))
+		return;
+	now = scratch__os_monotonic_ms();
+	if (now < age)
+		return;
+	pthread_mutex_lock(&g.lock);
+	(void)scratch__depot_shed_old(scratch__here_node(), cls > 4 ? cls - 4 : 0,
+	                              cls + 5 < NBINS ? cls + 5 : NBINS, now - age, &tc->owed);
+	pthread_mutex_unlock(&g.lock);
+}
+
 /* The class of tc's idle block below bin with the most pages to move
  * that fit in room bytes: the largest extent, the head of each class; 0
  * when none has any. With depot, the heads of node's depot lists
@@ -366,7 +414,7 @@ static unsigned move_source_small(const struct tcache *tc, unsigned bin, uint64_
 static uint64_t carve_move_small(struct tcache *tc, unsigned bin, uint64_t size, uint32_t dst,
                                  uint64_t *ret_moved)
 {
-	const uint64_t room = (size + PAGE_SIZE - 1) & ~(uint64_t)(PAGE_SIZE - 1);
+	const uint64_t room = page_up(size);
 	const unsigned node = scratch__here_node();
 	bool depot = false;
 	uint64_t moved;

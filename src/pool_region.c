@@ -282,6 +282,24 @@ void scratch__block_empty(uint32_t id)
 	scratch__block_empty_from(id, 0);
 }
 
+/* Unlink block id of class bin, after prev (0: id is the head), from
+ * node's depot list (it stays BLK_DEPOT). Returns id, 0 when id is 0. */
+static uint32_t depot_unlink(unsigned node, unsigned bin, uint32_t id, uint32_t prev)
+{
+	if (id == 0)
+		return 0;
+	SCRATCH_ASSERT(g.blk[id].state == BLK_DEPOT && g.blk[id].cls == bin);
+	if (prev == 0)
+		g.depot_head[node][bin] = g.blk[id].next;
+	else
+		g.blk[prev].next = g.blk[id].next;
+	proc_begin();
+	SCRATCH__SUB(&g.proc->depot_bytes, g.cls_size[bin]);
+	SCRATCH__SUB(&g.proc->depot_blocks, 1);
+	proc_end();
+	return id;
+}
+
 /* A depot block of node's list for a request of size (class bin): its own
  * class, else the most recently put one of a larger class within the fit
  * bound. Sets *ret_bin to the block's class. Under g.lock. */
@@ -310,26 +328,15 @@ uint32_t scratch__depot_take_fit(uint64_t size, unsigned bin, unsigned node, uns
 
 uint32_t scratch__depot_take(unsigned node, unsigned bin)
 {
-	uint32_t id = g.depot_head[node][bin];
-
-	if (id == 0)
-		return 0;
-	SCRATCH_ASSERT(g.blk[id].state == BLK_DEPOT && g.blk[id].cls == bin);
-	g.depot_head[node][bin] = g.blk[id].next;
-	proc_begin();
-	SCRATCH__SUB(&g.proc->depot_bytes, g.cls_size[bin]);
-	SCRATCH__SUB(&g.proc->depot_blocks, 1);
-	proc_end();
-	return id;
+	return depot_unlink(node, bin, g.depot_head[node][bin], 0);
 }
 
-/* Take block id, of class bin, out of node's depot list into its class's
- * empty list, its pages back to the OS (g.lock held throughout). Returns
- * the bytes that went back. */
-static uint64_t depot_empty(unsigned node, unsigned bin)
+/* Block id, of class bin, out of node's depot list (after prev, 0: the
+ * head) into its class's empty list, its pages back to the OS (g.lock held
+ * throughout). Returns the bytes that went back. */
+static uint64_t depot_empty_at(unsigned node, unsigned bin, uint32_t id, uint32_t prev)
 {
-	uint32_t id = scratch__depot_take(node, bin);
-	struct blk *d = &g.blk[id];
+	struct blk *d = &g.blk[depot_unlink(node, bin, id, prev)];
 	bool kept = !scratch__os_decommit((void *)blk_addr(d), g.cls_size[bin]);
 
 	d->state = BLK_EMPTY;
@@ -340,6 +347,21 @@ static uint64_t depot_empty(unsigned node, unsigned bin)
 	g.live_blocks--;
 	count_live(bin, -1);
 	return kept ? 0 : g.cls_size[bin];
+}
+
+/* The head of node's depot list of class bin, emptied as above. */
+static uint64_t depot_empty(unsigned node, unsigned bin)
+{
+	return depot_empty_at(node, bin, g.depot_head[node][bin], 0);
+}
+
+static void count_trimmed(uint64_t bytes)
+{
+	if (bytes == 0)
+		return;
+	proc_begin();
+	SCRATCH__ADD(&g.proc->trimmed, bytes);
+	proc_end();
 }
 
 /* Return every depot block's pages to the OS. Returns bytes released. */
@@ -353,9 +375,7 @@ uint64_t scratch__depot_trim(void)
 		while (g.depot_head[i / g.nbins][bin] != 0)
 			total += depot_empty(i / g.nbins, bin);
 	}
-	proc_begin();
-	SCRATCH__ADD(&g.proc->trimmed, total);
-	proc_end();
+	count_trimmed(total);
 	return total;
 }
 
@@ -370,10 +390,54 @@ uint64_t scratch__depot_shed(unsigned node, unsigned start, unsigned end, uint64
 	     bin++)
 		while (g.depot_head[node][bin] != 0 && total < bytes)
 			total += depot_empty(node, bin);
-	if (total == 0)
-		return 0;
-	proc_begin();
-	SCRATCH__ADD(&g.proc->trimmed, total);
-	proc_end();
+	count_trimmed(total);
+	return total;
+}
+
+/* A depot list is newest first: a shed for growth reads at most this many
+ * links of one to reach its oldest block (or an old one, past it). */
+#define SHED_OLD_WALK 64
+
+/*
+ * Return the pages of node's oldest depot blocks of the classes from start
+ * up to end (not included) that went idle at or before before_ms, each
+ * while its pages (its extent, in whole pages) are within *owed, which
+ * drops by them; the oldest first. Returns the bytes that went back.
+ */
+uint64_t scratch__depot_shed_old(unsigned node, unsigned start, unsigned end, uint64_t before_ms,
+                                 uint64_t *owed)
+{
+	uint64_t total = 0;
+
+	for (;;) {
+		uint32_t best = 0, best_prev = 0;
+		unsigned best_bin = 0;
+
+		for (unsigned bin = start > g.cls_base ? start : g.cls_base; bin < end; bin++) {
+			uint32_t prev = 0, id = g.depot_head[node][bin];
+			const struct blk *d;
+
+			for (unsigned n = 1; id != 0 && g.blk[id].next != 0 && n < SHED_OLD_WALK;
+			     n++) {
+				prev = id;
+				id = g.blk[id].next;
+			}
+			if (id == 0)
+				continue;
+			d = &g.blk[id];
+			if (d->stamp > before_ms || d->ext == 0 || page_up(d->ext) > *owed)
+				continue;
+			if (best == 0 || d->stamp < g.blk[best].stamp) {
+				best = id;
+				best_prev = prev;
+				best_bin = bin;
+			}
+		}
+		if (best == 0)
+			break;
+		*owed -= page_up(g.blk[best].ext);
+		total += depot_empty_at(node, best_bin, best, best_prev);
+	}
+	count_trimmed(total);
 	return total;
 }

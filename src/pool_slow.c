@@ -281,8 +281,11 @@ SCRATCH_COLD void *scratch__acquire_slow(uint64_t size, bool *ret_fresh, uint64_
 	                             is_tc(tc) ? tc->tid : scratch__os_gettid());
 	if (ret_ext != NULL)
 		*ret_ext = d->ext;
-	if (d->ext < size)
+	if (d->ext < size) {
+		if (is_tc(tc) && !fresh)
+			scratch__lease_shed(tc, d->cls, size, d->ext);
 		d->ext = size; /* what this lease may write: fits_better() */
+	}
 	if (ret_fresh != NULL)
 		*ret_fresh = fresh && d->fresh;
 	d->fresh = 0;

@@ -1,7 +1,8 @@
 /*
  * check_pool_decay.c - decay (suite "pool_decay"): idle pages go back after
  * decay_ms, from a thread's cache, the depot and remote lists, through the
- * decay thread or inline passes; when the decay thread starts.
+ * decay thread or inline passes; when the decay thread starts; and old
+ * depot blocks give their pages back, ahead of decay, as leases grow.
  */
 #include "config.h"
 
@@ -460,6 +461,84 @@ START_TEST(test_decay_depot_and_fork)
 }
 END_TEST
 
+/* A thread's body: leave two blocks of the 2 MiB class, each with its
+ * first 1.75 MiB + 4 KiB written, and one of 448 KiB in the depot. */
+static void *leave_old_set(void *arg)
+{
+	void *p[3];
+
+	(void)arg;
+	p[0] = scratch_acquire(7 * MIB / 4 + 4 * KIB);
+	p[1] = scratch_acquire(7 * MIB / 4 + 4 * KIB);
+	p[2] = scratch_acquire(448 * KIB);
+	for (int i = 0; i < 3; i++) {
+		memset(p[i], 1, i < 2 ? 7 * MIB / 4 + 4 * KIB : 448 * KIB);
+		scratch_release(p[i]); /* cached, then flushed to the depot at exit */
+	}
+	return NULL;
+}
+
+/* Four blocks of the 4 MiB class first leased at 3.5 MiB + 4 KiB, then
+ * at 4 MiB: each of the second leases writes 508 KiB past its block's
+ * pages (a cache hit on the slow path). Returns the bytes trimmed. */
+static uint64_t grow_four(bool sleep_first)
+{
+	void *p[4];
+	uint64_t trimmed;
+
+	for (int i = 0; i < 4; i++)
+		p[i] = scratch_acquire(7 * MIB / 2 + 4 * KIB);
+	for (int i = 0; i < 4; i++)
+		scratch_release(p[i]);
+	(void)run_thread(leave_old_set, NULL);
+	ck_assert_uint_eq(total_stats().retained,
+	                  16 * MIB + 4 * MIB + scratch_class_size(448 * KIB));
+	if (sleep_first)
+		usleep(40 * 1000); /* past decay_ms / 16 */
+	trimmed = total_stats().trimmed;
+	for (int i = 0; i < 4; i++) {
+		p[i] = scratch_acquire(4 * MIB);
+		ck_assert_ptr_nonnull(p[i]);
+	}
+	ck_assert_uint_eq(thread_stats().hits, 4);
+	trimmed = total_stats().trimmed - trimmed;
+	for (int i = 0; i < 4; i++)
+		scratch_release(p[i]);
+	return trimmed;
+}
+
+/* Leases that grow into their blocks owe their new pages, and depot blocks
+ * idle for decay_ms / 16 within 2x of the class give theirs back, each
+ * within what is owed: 4 x 508 KiB pays for one block of 1.75 MiB + 4 KiB
+ * of pages, not two, and not the 448 KiB one, four classes further below.
+ * Nothing goes back for blocks idle less than decay_ms / 16, nor with
+ * decay_ms:0 (no decay). Decay itself takes none: its passes ride on
+ * every 16th slow path here. */
+START_TEST(test_growth_sheds_old_depot_blocks)
+{
+	conf_add("decay_thread:false,decay_ms:480"); /* old: 30 ms */
+	ck_assert_uint_eq(grow_four(true), 2 * MIB);
+	ck_assert_uint_eq(total_stats().retained,
+	                  16 * MIB + 2 * MIB + scratch_class_size(448 * KIB));
+}
+END_TEST
+
+START_TEST(test_growth_keeps_young_depot_blocks)
+{
+	conf_add("decay_thread:false,decay_ms:600000"); /* old: 37.5 s */
+	ck_assert_uint_eq(grow_four(true), 0);
+	ck_assert_uint_eq(total_stats().retained,
+	                  16 * MIB + 4 * MIB + scratch_class_size(448 * KIB));
+}
+END_TEST
+
+START_TEST(test_growth_keeps_depot_blocks_without_decay)
+{
+	conf_add("decay_thread:false,decay_ms:0");
+	ck_assert_uint_eq(grow_four(true), 0);
+}
+END_TEST
+
 Suite *pool_decay_suite(void)
 {
 	Suite *s = suite_create("pool_decay");
@@ -482,6 +561,9 @@ Suite *pool_decay_suite(void)
 	tcase_add_test(tc, test_decay_pass_takes_a_limited_lease);
 #endif
 	tcase_add_test(tc, test_decay_inline);
+	tcase_add_test(tc, test_growth_sheds_old_depot_blocks);
+	tcase_add_test(tc, test_growth_keeps_young_depot_blocks);
+	tcase_add_test(tc, test_growth_keeps_depot_blocks_without_decay);
 	tcase_add_test(tc, test_decay_thread_waits_a_period);
 #ifndef UNDER_TSAN
 	tcase_add_test(tc, test_decay_thread_early_for_a_burst); /* its pass enters our cache */
