@@ -3,6 +3,7 @@
 
     bench/report.py [--section NAME]... [--table TABLE] RESULTS
     bench/report.py --best-peer ENGINE-TABLE RESULTS
+    bench/report.py --peers ENGINE-TABLE RESULTS
 
 With RESULTS alone it prints everything the run printed on its standard output:
 the header, then each section the file holds, in the order they ran.
@@ -13,8 +14,11 @@ caption (decode-default, decode-main-alloc, vary-default, vary-main-alloc,
 churn, grow, kvset, spawn, stats, audit, scale, small, pair, engine-torch-b1,
 engine-torch-b4, engine-torch-b1-long, engine-numpy, engine-ort-b4, engine-ort-b4-long).
 --best-peer prints the comparison allocator with the best median rate in one
-engine table (an engine-* name above), or an empty line; run.sh runs the shim
-beside it in alternated pairs (the pairs-* tables, printed under the engine's).
+engine table (an engine-* name above), or an empty line; --peers prints every
+comparison allocator measured in it, the best median rate first. run.sh runs
+the shim beside the first BENCH_PAIR_PEERS of them in alternated pairs (the
+pairs-* tables for the best, pairs2-* for the second and so on, printed under
+the engine's).
 
 The results file holds one record a line:
     # TEXT                      a comment
@@ -206,6 +210,10 @@ TABLES = {
     "pairs-ort-b4": "engines",
     "pairs-ort-b4-long": "engines",
 }
+# the pairs with the engines' next best peers: pairs2-ENGINE, pairs3-ENGINE, ...
+for _n in range(2, 7):
+    for _e in ("torch-b1", "torch-b4", "torch-b1-long", "numpy", "ort-b4", "ort-b4-long"):
+        TABLES["pairs%d-%s" % (_n, _e)] = "engines"
 ENGINES = [("engine-torch-b1", "PyTorch decode, batch 1", "tok_s", "cpu_tok_ms", "tokens/s"),
            ("engine-torch-b4", "PyTorch decode, batch 4", "tok_s", "cpu_tok_ms", "tokens/s"),
            ("engine-torch-b1-long", "PyTorch decode, batch 1, a longer decode", "tok_s",
@@ -363,6 +371,23 @@ class Results:
                 b = p
                 m = v
         return b
+
+    def peers_by(self, t, k):
+        """The comparison allocators measured in table t, the highest median
+        k first (best_peer's pick first, then each next one's)."""
+        left = [p for p in PEERS if self.status(t, p) == ""]
+        out = []
+        while left:
+            b = ""
+            m = ""
+            for p in left:
+                v = self.median(t, p, k)
+                if b == "" or cmp(v, m) > 0:
+                    b = p
+                    m = v
+            out.append(b)
+            left.remove(b)
+        return out
 
 
 # --- the tables --------------------------------------------------------------
@@ -892,11 +917,17 @@ class Printer:
         self.engine_pairs(t, rate)
 
     def engine_pairs(self, t, rate):
-        """The shim on glibc beside the best peer of the rounds, in runs
-        alternated right after them (run.sh's pairs-ENGINE table): the
-        median of the pairs' ratios, their spread and the pairs in which the
-        shim was at least as fast."""
-        p = "pairs" + t[len("engine"):]
+        """The shim on glibc beside each of the rounds' best peers, in runs
+        alternated right after them (run.sh's pairs-ENGINE table for the
+        best, pairs2-ENGINE for the next...): the median of the pairs'
+        ratios, their spread, the pairs in which the shim was at least as
+        fast, and their geometric mean with its interval."""
+        e = t[len("engine"):]
+        for n in range(1, 7):
+            self.engine_pair_line(("pairs" if n == 1 else "pairs%d" % n) + e, rate)
+
+    def engine_pair_line(self, p, rate):
+        """One pairs table's lines (nothing when it did not run)."""
         r = self.r
         peers = [c for c in PEERS if r.status(p, c) == ""]
         if r.status(p, "shim-glibc") != "" or len(peers) != 1:
@@ -1112,16 +1143,17 @@ CAPTIONS = {
    per steady step (minor faults as the kernel counts them: the pages the shim populates in
    one call count one each, without a trap); peak RSS (the engine's ru_maxrss). Targets
    (shim rows): >= 1.00x the best peer's rate, peak RSS <= 1.10x the best peer's, outputs
-   identical. Under each table: the shim on glibc beside that best peer in $prounds
-   pairs of adjacent runs right after the rounds, each pair's first run alternating; the
-   median of the pairs' ratios, their range and the pairs it was ahead in; then their
-   geometric mean with its 95% interval (Student's t on the ratios' logarithms) and what
-   that says: ahead or behind beyond the noise, or a difference the noise explains. A
-   round spans minutes, over which this machine's speed drifts by up to 20%; a pair's two
-   runs share its state, but pairs made within minutes of each other share a drift too,
-   so the interval is narrower than the truth (docs/performance.md, "Which differences
-   the noise explains"). The rounds' ratios read a tie below 1.00x: their best peer is the
-   fastest of five measured on the same noisy rounds; the pairs, run afterwards, do not.
+   identical. Under each table: the shim on glibc beside the rounds' best peers (up to
+   $pair_peers, a line each, the best first), in $prounds pairs of adjacent runs with each,
+   right after the rounds, each pair's first run alternating; the median of the pairs'
+   ratios, their range and the pairs it was ahead in; then their geometric mean with its
+   95% interval (Student's t on the ratios' logarithms) and what that says: ahead or behind
+   beyond the noise, or a difference the noise explains. A round spans minutes, over which
+   this machine's speed drifts by up to 20%; a pair's two runs share its state, but pairs
+   made within minutes of each other share a drift too, so the interval is narrower than
+   the truth (docs/performance.md, "Which differences the noise explains"). The rounds'
+   ratios read a tie below 1.00x: their best peer is the fastest of five measured on the
+   same noisy rounds; the pairs, run afterwards, do not.
 """,
     "pair": """\
 
@@ -1150,6 +1182,7 @@ def caption(res, key):
         settings[lib] = settings.get(lib) or "not installed"
     for name in ("ort_steps", "ort_long_steps", "torch_long_tokens", "prounds"):  # from before they were recorded
         settings.setdefault(name, "(not recorded)")
+    settings.setdefault("pair_peers", "1")  # before, the pairs were with the best peer alone
     try:
         return string.Template(CAPTIONS[key]).substitute(settings)
     except KeyError as e:
@@ -1185,20 +1218,23 @@ def main(argv):
     sections = []
     table = None
     peer_of = None
-    while len(args) > 1 and args[0] in ("--section", "--table", "--best-peer"):
+    all_peers = False
+    while len(args) > 1 and args[0] in ("--section", "--table", "--best-peer", "--peers"):
         if args[0] == "--section":
             sections.append(args[1])
         elif args[0] == "--table":
             table = args[1]
         else:
             peer_of = args[1]
+            all_peers = args[0] == "--peers"
         args = args[2:]
     if args in (["-h"], ["--help"]):
         sys.stdout.write(__doc__)
         return 0
     if len(args) != 1 or args[0].startswith("-"):
         sys.stderr.write("usage: bench/report.py [--section NAME]... [--table TABLE] RESULTS\n"
-                         "       bench/report.py --best-peer ENGINE-TABLE RESULTS\n")
+                         "       bench/report.py --best-peer ENGINE-TABLE RESULTS\n"
+                         "       bench/report.py --peers ENGINE-TABLE RESULTS\n")
         return 2
     rates = dict((e[0], e[2]) for e in ENGINES)
     if peer_of is not None and peer_of not in rates:
@@ -1217,8 +1253,12 @@ def main(argv):
         return 1
     res = Results(text)
     if peer_of is not None:
-        # for run.sh: the engine's best peer so far, or nothing
-        sys.stdout.write(res.best_peer(peer_of, rates[peer_of]) + "\n")
+        # for run.sh: the engine's best peer so far (or its peers, the best
+        # first), or nothing
+        if all_peers:
+            sys.stdout.write(" ".join(res.peers_by(peer_of, rates[peer_of])) + "\n")
+        else:
+            sys.stdout.write(res.best_peer(peer_of, rates[peer_of]) + "\n")
         return 0
     out = sys.stdout.buffer
     p = Printer(res, lambda s: out.write(s.encode("utf-8", "surrogateescape")))

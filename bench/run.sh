@@ -37,8 +37,8 @@
 # (default 32), BENCH_VARY_TOKENS (default 32) and BENCH_CHURN_STEPS
 # (default 2000) to trade time for precision; BENCH_SCALE_FILE_GIB (8),
 # BENCH_SCALE_ANON_GIB (4) and BENCH_SCALE_ROUNDS (3) for table 2b;
-# BENCH_PAIRS (2 x BENCH_ROUNDS) for table 6's pairs; BENCH_ONLY
-# to run some tables;
+# BENCH_PAIRS (2 x BENCH_ROUNDS) and BENCH_PAIR_PEERS (2) for table 6's
+# pairs; BENCH_ONLY to run some tables;
 # BENCH_RESULTS to name the results file; PYTHON (default python3) to run
 # bench/report.py.
 set -u
@@ -58,8 +58,9 @@ checknum() {
 		;;
 	esac
 }
-for v in BENCH_ROUNDS BENCH_PAIRS BENCH_TOKENS BENCH_VARY_TOKENS BENCH_CHURN_STEPS \
-	BENCH_ENGINE_TOKENS BENCH_SCALE_ROUNDS BENCH_SCALE_FILE_GIB BENCH_SCALE_ANON_GIB; do
+for v in BENCH_ROUNDS BENCH_PAIRS BENCH_PAIR_PEERS BENCH_TOKENS BENCH_VARY_TOKENS \
+	BENCH_CHURN_STEPS BENCH_ENGINE_TOKENS BENCH_SCALE_ROUNDS BENCH_SCALE_FILE_GIB \
+	BENCH_SCALE_ANON_GIB; do
 	checknum $v
 done
 rounds=${BENCH_ROUNDS:-3}
@@ -83,7 +84,8 @@ vwarmup=$((vtokens / 2))
 vargs="--vary --tokens $vtokens --layers $vlayers --warmup $vwarmup"
 churn_steps=${BENCH_CHURN_STEPS:-2000}
 engine_tokens=${BENCH_ENGINE_TOKENS:-24} # table 6: see engine_args
-prounds=${BENCH_PAIRS:-$((rounds * 2))} # table 6: the shim and the best peer in adjacent runs
+prounds=${BENCH_PAIRS:-$((rounds * 2))} # table 6: the shim and the best peers in adjacent runs
+pair_peers=${BENCH_PAIR_PEERS:-2}       # table 6: with how many of the rounds' best peers
 # The audit at scale: a host of BENCH_SCALE_FILE_GIB of file mapping and
 # BENCH_SCALE_ANON_GIB of anonymous memory (about 12.5 GiB of memory in all).
 scale_file_gib=${BENCH_SCALE_FILE_GIB:-8}
@@ -269,6 +271,7 @@ set ort_steps $((engine_tokens * 3))
 set ort_long_steps $((engine_tokens * 8))
 set torch_long_tokens $((engine_tokens * 25 / 2))
 set prounds $prounds
+set pair_peers $pair_peers
 EOF
 report header
 
@@ -635,24 +638,31 @@ while [ "$r" -le "$rounds" ]; do
 	done
 	r=$((r + 1))
 done
-# Then the shim on glibc beside each engine's best peer of those rounds, in
-# $prounds pairs of adjacent runs, the shim first in odd pairs and the peer
-# in even ones. A round runs nine configurations over minutes, and this
-# machine's speed drifts by 20% over minutes: a ratio between adjacent
-# runs says more than one between runs a round apart.
+# Then the shim on glibc beside each engine's best $pair_peers peers of
+# those rounds, one after the other, in $prounds pairs of adjacent runs
+# each, the shim first in odd pairs and the peer in even ones. A round runs
+# nine configurations over minutes, and this machine's speed drifts by 20%
+# over minutes: a ratio between adjacent runs says more than one between
+# runs a round apart. More than one peer, as the rounds' best is the one
+# whose noise was highest, and on PyTorch it changes from run to run.
 for eng in $engines; do
-	peer=$("$python" "$reporter" --best-peer "engine-$eng" "$RES")
-	[ -n "$peer" ] || continue
-	i=1
-	while [ "$i" -le "$prounds" ]; do
-		progress "real engines, $eng, the shim beside $peer, pair $i of $prounds"
-		order="shim-glibc $peer"
-		[ $((i % 2)) -eq 0 ] && order="$peer shim-glibc"
-		for cfg in $order; do
-			# shellcheck disable=SC2046 # the arguments split on purpose
-			run "pairs-$eng" "$cfg" engine $(engine_args "$eng")
+	n=0
+	for peer in $("$python" "$reporter" --peers "engine-$eng" "$RES"); do
+		[ "$n" -lt "$pair_peers" ] || break
+		n=$((n + 1))
+		ptable=pairs-$eng
+		[ "$n" -eq 1 ] || ptable=pairs$n-$eng
+		i=1
+		while [ "$i" -le "$prounds" ]; do
+			progress "real engines, $eng, the shim beside $peer, pair $i of $prounds"
+			order="shim-glibc $peer"
+			[ $((i % 2)) -eq 0 ] && order="$peer shim-glibc"
+			for cfg in $order; do
+				# shellcheck disable=SC2046 # the arguments split on purpose
+				run "$ptable" "$cfg" engine $(engine_args "$eng")
+			done
+			i=$((i + 1))
 		done
-		i=$((i + 1))
 	done
 done
 report engines
