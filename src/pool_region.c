@@ -395,8 +395,11 @@ uint64_t scratch__depot_shed(unsigned node, unsigned start, unsigned end, uint64
 }
 
 /* A depot list is newest first: a shed for growth reads at most this many
- * links of one to reach its oldest block (or an old one, past it). */
+ * links of one to reach its oldest block (or an old one, past it), */
 #define SHED_OLD_WALK 64
+/* and gives back at most this many blocks a call (what is still owed
+ * waits for the thread's next growth): g.lock is held throughout */
+#define SHED_OLD_MAX 32
 
 /*
  * Return the pages of node's oldest depot blocks of the classes from start
@@ -409,7 +412,7 @@ uint64_t scratch__depot_shed_old(unsigned node, unsigned start, unsigned end, ui
 {
 	uint64_t total = 0;
 
-	for (;;) {
+	for (unsigned shed = 0; shed < SHED_OLD_MAX; shed++) {
 		uint32_t best = 0, best_prev = 0;
 		unsigned best_bin = 0;
 
