@@ -152,7 +152,7 @@ static void *acquire_plain(uint64_t size)
 	void *p = scratch__acquire_slow(size, &fresh, &ext);
 
 	if (p != NULL) {
-		uint64_t from = fresh ? 0 : (ext + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
+		uint64_t from = fresh ? 0 : page_up(ext);
 
 		if (from < scratch__tls_prefix)
 			from = scratch__tls_prefix;
@@ -221,7 +221,7 @@ void *scratch_acquire_zeroed(size_t size)
 		lease_new_pages(p, 0, size, true);
 		return p;
 	}
-	ext = (ext + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1);
+	ext = page_up(ext);
 	if (ext < size && size - ext >= POPULATE_MIN)
 		populate_lease(p, ext, size);
 	/* all of it: the pages up to ext hold earlier leases' data (a
