@@ -203,17 +203,7 @@ TABLES = {
     "engine-numpy": "engines",
     "engine-ort-b4": "engines",
     "engine-ort-b4-long": "engines",
-    "pairs-torch-b1": "engines",
-    "pairs-torch-b4": "engines",
-    "pairs-torch-b1-long": "engines",
-    "pairs-numpy": "engines",
-    "pairs-ort-b4": "engines",
-    "pairs-ort-b4-long": "engines",
 }
-# the pairs with the engines' next best peers: pairs2-ENGINE, pairs3-ENGINE, ...
-for _n in range(2, 7):
-    for _e in ("torch-b1", "torch-b4", "torch-b1-long", "numpy", "ort-b4", "ort-b4-long"):
-        TABLES["pairs%d-%s" % (_n, _e)] = "engines"
 ENGINES = [("engine-torch-b1", "PyTorch decode, batch 1", "tok_s", "cpu_tok_ms", "tokens/s"),
            ("engine-torch-b4", "PyTorch decode, batch 4", "tok_s", "cpu_tok_ms", "tokens/s"),
            ("engine-torch-b1-long", "PyTorch decode, batch 1, a longer decode", "tok_s",
@@ -222,6 +212,19 @@ ENGINES = [("engine-torch-b1", "PyTorch decode, batch 1", "tok_s", "cpu_tok_ms",
            ("engine-ort-b4", "ONNX Runtime decode, batch 4", "tok_s", "cpu_tok_ms", "tokens/s"),
            ("engine-ort-b4-long", "ONNX Runtime decode, batch 4, a longer decode", "tok_s",
             "cpu_tok_ms", "tokens/s")]
+PAIR_PEERS_MAX = 6  # pairs tables an engine may have: one per comparison allocator
+
+
+def pairs_table(engine, n):
+    """run.sh's table of the shim's pairs with engine table engine's n-th
+    best peer: pairs-ENGINE for the best, pairs2-ENGINE for the next..."""
+    e = engine[len("engine-"):]
+    return "pairs-" + e if n == 1 else "pairs%d-%s" % (n, e)
+
+
+for _e in ENGINES:
+    for _n in range(1, PAIR_PEERS_MAX + 1):
+        TABLES[pairs_table(_e[0], _n)] = "engines"
 ENGINE_CFGS = ["glibc", "jemalloc", "jemalloc-tuned", "tcmalloc", "mimalloc", "shim-glibc",
                "shim-jemalloc", "shim-tcmalloc", "shim-mimalloc"]
 PEERS = ["glibc", "jemalloc", "jemalloc-tuned", "jemalloc-never", "tcmalloc", "mimalloc"]
@@ -360,31 +363,20 @@ class Results:
 
     def best_peer(self, t, k, lowest=False):
         """Of the comparison allocators measured in table t, the one with the
-        highest median k (with lowest, the lowest: a time)."""
-        b = ""
-        m = ""
-        for p in PEERS:
-            if self.status(t, p) != "":
-                continue
-            v = self.median(t, p, k)
-            if b == "" or cmp(v, m) * (-1 if lowest else 1) > 0:
-                b = p
-                m = v
-        return b
+        highest median k (with lowest, the lowest: a time); "" when none."""
+        peers = self.peers_by(t, k, lowest)
+        return peers[0] if peers else ""
 
-    def peers_by(self, t, k):
+    def peers_by(self, t, k, lowest=False):
         """The comparison allocators measured in table t, the highest median
-        k first (best_peer's pick first, then each next one's)."""
+        k first (with lowest, the lowest first); on a tie, PEERS' order."""
         left = [p for p in PEERS if self.status(t, p) == ""]
         out = []
         while left:
-            b = ""
-            m = ""
-            for p in left:
-                v = self.median(t, p, k)
-                if b == "" or cmp(v, m) > 0:
+            b = left[0]
+            for p in left[1:]:
+                if cmp(self.median(t, p, k), self.median(t, b, k)) * (-1 if lowest else 1) > 0:
                     b = p
-                    m = v
             out.append(b)
             left.remove(b)
         return out
@@ -922,9 +914,8 @@ class Printer:
         best, pairs2-ENGINE for the next...): the median of the pairs'
         ratios, their spread, the pairs in which the shim was at least as
         fast, and their geometric mean with its interval."""
-        e = t[len("engine"):]
-        for n in range(1, 7):
-            self.engine_pair_line(("pairs" if n == 1 else "pairs%d" % n) + e, rate)
+        for n in range(1, PAIR_PEERS_MAX + 1):
+            self.engine_pair_line(pairs_table(t, n), rate)
 
     def engine_pair_line(self, p, rate):
         """One pairs table's lines (nothing when it did not run)."""
