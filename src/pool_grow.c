@@ -319,6 +319,8 @@ void scratch__carve_shed(struct tcache *tc, unsigned bin, uint64_t lease, uint64
 #define OWED_MIN (UINT64_C(256) << 10)
 /* Old: idle for decay_ms / SHED_AGE_DIV (625 ms at the default) */
 #define SHED_AGE_DIV 16
+/* Near: within this many classes either side (2x: 4 classes a doubling) */
+#define SHED_WINDOW 4
 
 /*
  * A cache hit whose lease of size writes past its block's pages (ext): the
@@ -331,10 +333,11 @@ void scratch__carve_shed(struct tcache *tc, unsigned bin, uint64_t lease, uint64
  * each went idle; as the set grows into its blocks, the pages of the ones
  * it keeps leaving idle go back instead of adding to its peak. A block idle
  * that long is past the set's turnover; a host that comes back to it faults
- * it again, as it would after decay, only sooner. Blocks in the threads' own caches are not touched: what a thread
- * keeps, a loop whose sizes vary takes again (table 1v). Not with
- * decay_ms:0 (nothing decays), nor when the process locks its memory
- * (nothing would go back). tc is the caller's; takes g.lock.
+ * it again, as it would after decay, only sooner. Blocks in the threads'
+ * own caches are not touched: what a thread keeps, a loop whose sizes vary
+ * takes again (table 1v). Not with decay_ms:0 (nothing decays), nor when
+ * the process locks its memory (nothing would go back). tc is the
+ * caller's; takes g.lock.
  */
 void scratch__lease_shed(struct tcache *tc, unsigned cls, uint64_t size, uint64_t ext)
 {
@@ -352,8 +355,9 @@ void scratch__lease_shed(struct tcache *tc, unsigned cls, uint64_t size, uint64_
 	if (now < age)
 		return;
 	pthread_mutex_lock(&g.lock);
-	(void)scratch__depot_shed_old(scratch__here_node(), cls > 4 ? cls - 4 : 0,
-	                              cls + 5 < NBINS ? cls + 5 : NBINS, now - age, &tc->owed);
+	(void)scratch__depot_shed_old(
+	        scratch__here_node(), cls > SHED_WINDOW ? cls - SHED_WINDOW : 0,
+	        cls + SHED_WINDOW < NBINS ? cls + SHED_WINDOW + 1 : NBINS, now - age, &tc->owed);
 	pthread_mutex_unlock(&g.lock);
 }
 
