@@ -1012,8 +1012,9 @@ CAPTIONS = {
    Per token and layer each worker's 2 temporaries are 8-64 MiB, drawn at 1 MiB steps from a
    seeded PRNG (the same sequence under every allocator); the main thread allocates the
    attention scores, (64 + token) rows of 256 KiB (16 MiB growing by one row a token), which
-   the workers write; per token a 64 MiB logits buffer. Medians of $rounds interleaved rounds,
-   each in a new order; the last row is the shim on glibc with SCRATCH_CONF=thp:true.
+   the workers write; per token a 64 MiB logits buffer. Medians of $vrounds interleaved rounds
+   (each in a new order) for the floor and the shims, of $rounds for the other allocators; the
+   last row is the shim on glibc with SCRATCH_CONF=thp:true.
 """,
     "churn": """\
 
@@ -1174,6 +1175,7 @@ def caption(res, key):
     for name in ("ort_steps", "ort_long_steps", "torch_long_tokens", "prounds"):  # from before they were recorded
         settings.setdefault(name, "(not recorded)")
     settings.setdefault("pair_peers", "1")  # before, the pairs were with the best peer alone
+    settings.setdefault("vrounds", settings.get("rounds", ""))  # before, table 1v ran $rounds
     try:
         return string.Template(CAPTIONS[key]).substitute(settings)
     except KeyError as e:

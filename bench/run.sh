@@ -82,6 +82,12 @@ vtokens=${BENCH_VARY_TOKENS:-32}
 vlayers=2
 vwarmup=$((vtokens / 2))
 vargs="--vary --tokens $vtokens --layers $vlayers --warmup $vwarmup"
+# Its steady state (16 tokens at the default) lasts about 130 ms, and one
+# round's ratio to the floor reads the machine's swing of the moment
+# (0.72-1.33x in ten rounds of one build): the floor and the shims, where
+# the targets are judged, run three times as many rounds (a run takes about
+# a second) as the other allocators.
+vrounds=$((rounds * 3))
 churn_steps=${BENCH_CHURN_STEPS:-2000}
 engine_tokens=${BENCH_ENGINE_TOKENS:-24} # table 6: see engine_args
 prounds=${BENCH_PAIRS:-$((rounds * 2))} # table 6: the shim and the best peers in adjacent runs
@@ -253,6 +259,7 @@ set tcmalloc $tc
 set mimalloc $mi
 set rounds $rounds
 set frounds $frounds
+set vrounds $vrounds
 set srounds $srounds
 set mrounds $mrounds
 set orounds $orounds
@@ -334,7 +341,7 @@ report decode
 }
 
 bench_vary() {
-decode_rounds vary "$vargs" "$rounds" "floor shim-glibc shim-jemalloc shim-glibc-thp" \
+decode_rounds vary "$vargs" "$vrounds" "floor shim-glibc shim-jemalloc shim-glibc-thp" \
 	"glibc jemalloc jemalloc-tuned jemalloc-never tcmalloc mimalloc shim-tcmalloc shim-mimalloc"
 report vary
 }
