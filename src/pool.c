@@ -277,7 +277,7 @@ static inline uint32_t lent_block(const void *p)
 	return lent_at(off);
 }
 
-static inline void release_block(uint32_t id);
+static inline int release_block(uint32_t id);
 
 /* The release fast path's push of d, of capacity cap, on b, tc's bin,
  * is linked: the rest of it, up to the end of the counters' bracket. */
@@ -296,14 +296,16 @@ static inline void release_pushed(struct tcache *tc, struct scratch__counters *c
 /* The release fast path's push of block id, whose bin's head has a larger
  * id: at its place in the bin's descending id order (see bin_link). A
  * tail call of the fast path, with what it can find again left out, so
- * that the fast path needs no register of its own to keep. */
-__attribute__((noinline)) SCRATCH_COLD static void release_sorted(struct tcache *tc, uint32_t id)
+ * that the fast path needs no register of its own to keep. Returns 0, as
+ * release_block. */
+__attribute__((noinline)) SCRATCH_COLD static int release_sorted(struct tcache *tc, uint32_t id)
 {
 	struct blk *d = &g.blk[id];
 	struct bin *b = &tc->bins[d->cls];
 
 	bin_link(b, id);
 	release_pushed(tc, tc->c, b, d, g.cls_size[d->cls]);
+	return 0;
 }
 
 /* Did the release fast path fail on an own block only because a decay
@@ -319,7 +321,8 @@ static bool release_gated(const struct tcache *tc, const struct blk *d)
 	        __atomic_load_n(&tc->cached_bytes, __ATOMIC_RELAXED) + cap <= g.cache_bytes);
 }
 
-SCRATCH_COLD static void release_slow(struct tcache *tc, uint32_t id)
+/* Returns 0, as release_block. */
+SCRATCH_COLD static int release_slow(struct tcache *tc, uint32_t id)
 {
 	struct blk *d = &g.blk[id];
 	unsigned cls = d->cls; /* the block may be another's once it is handed back */
@@ -346,15 +349,14 @@ SCRATCH_COLD static void release_slow(struct tcache *tc, uint32_t id)
 		if (is_tc(tc))
 			count_release(tc->c, d->cls, 0);
 		errno = saved;
-		return;
+		return 0;
 	}
 	if (is_tc(tc) && d->owner == tc->tag && release_gated(tc, d)) {
 		/* The cache looked full because a decay pass had the gate up:
 		 * wait for it and try again. */
 		scratch__gate_wait();
 		errno = saved;
-		release_block(id);
-		return;
+		return release_block(id);
 	}
 	if (is_tc(tc) && d->owner == tc->tag) {
 		/* Our own block, but the cache is full: to the depot. */
@@ -364,7 +366,7 @@ SCRATCH_COLD static void release_slow(struct tcache *tc, uint32_t id)
 		scratch__depot_put(id);
 		pthread_mutex_unlock(&g.lock);
 		errno = saved;
-		return;
+		return 0;
 	}
 	/* before the push: then the owner may lease it again at once */
 	scratch__segment_block_freed(id, is_tc(tc) ? tc->tid : scratch__os_gettid());
@@ -386,13 +388,17 @@ SCRATCH_COLD static void release_slow(struct tcache *tc, uint32_t id)
 		pthread_mutex_unlock(&g.lock);
 	}
 	errno = saved;
+	return 0;
 }
 
 /* Release the lent block id: into the calling thread's bin when it owns
  * the block and the bin has room, else by the slow path. As on the hit
  * path, the push is inside the sequence bracket and the gate (a cache_count
- * of 0) is read first; the stamp is the frees count, the cache's clock. */
-static inline void release_block(uint32_t id)
+ * of 0) is read first; the stamp is the frees count, the cache's clock.
+ * Returns 0, and so do its slow paths: scratch_release returns what they
+ * return, so that they are tail calls there too and its fast path needs
+ * no stack frame (two instructions a pair). */
+static inline int release_block(uint32_t id)
 {
 	struct tcache *tc = scratch__tls_tc;
 	struct blk *d = &g.blk[id];
@@ -417,19 +423,17 @@ static inline void release_block(uint32_t id)
 			uint32_t h = b->head;
 
 			d->state = BLK_CACHED;
-			if (unlikely(id < h)) {
-				release_sorted(tc, id);
-				return;
-			}
+			if (unlikely(id < h))
+				return release_sorted(tc, id);
 			d->next = h;
 			b->head = id;
 			release_pushed(tc, c, b, d, cap);
-			return;
+			return 0;
 		}
 		SCRATCH__SUB(SCRATCH__CLS_AT(scratch__cls(c), frees, cls), 1);
 		scratch__seq_end(&c->seq);
 	}
-	release_slow(tc, id);
+	return release_slow(tc, id);
 }
 
 int scratch_release(void *p)
@@ -438,8 +442,7 @@ int scratch_release(void *p)
 
 	if (id == 0)
 		return -EINVAL;
-	release_block(id);
-	return 0;
+	return release_block(id);
 }
 
 /* The shim calls this only for a pointer in the region it learned from
