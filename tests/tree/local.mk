@@ -5,11 +5,12 @@
 # installs what the Debian packages' build needs (builddeps.test) and that
 # they take every file make install installs (debian_install.test), and
 # bench/report.py's table 6 pairs on a results file of its own, and
-# bench/run.sh's refusal of a bad count (bench_report.test).
+# bench/run.sh's refusal of a bad count (bench_report.test), and the pooled
+# pair's instruction budget, counted by callgrind (budget.test).
 TREE_TESTS = tests/tree/exports.test tests/tree/man.test tests/tree/format.test \
 	tests/tree/valgrind.test tests/tree/dist.test tests/tree/debug_asan.test \
 	tests/tree/segment_header.test tests/tree/builddeps.test tests/tree/debian_install.test \
-	tests/tree/bench_report.test
+	tests/tree/bench_report.test tests/tree/budget.test
 TESTS += $(TREE_TESTS)
 EXTRA_DIST += $(TREE_TESTS) tests/tree/exports.expected tests/tree/exports-preload.expected
 
