@@ -6,7 +6,8 @@
 # they take every file make install installs (debian_install.test), and
 # bench/report.py's table 6 pairs on a results file of its own, and
 # bench/run.sh's refusal of a bad count (bench_report.test), and the pooled
-# pair's instruction budget, counted by callgrind (budget.test).
+# pair's and the pass-through's instruction budgets, counted by callgrind
+# (budget.test).
 TREE_TESTS = tests/tree/exports.test tests/tree/man.test tests/tree/format.test \
 	tests/tree/valgrind.test tests/tree/dist.test tests/tree/debug_asan.test \
 	tests/tree/segment_header.test tests/tree/builddeps.test tests/tree/debian_install.test \
