@@ -523,14 +523,19 @@ SCRATCH_HIDDEN void scratch__tail_release(struct tcache *tc, uint32_t id);
 SCRATCH_HIDDEN void scratch__tail_forget(struct tcache *tc, uint32_t id);
 /* pool_tail.c: watch tc's lease of block id, whose pages [from, to) are
  * new (zeroed: a zeroed lease), until it ends, then measure them
- * (scratch__dense_measure); nothing when tc's list is full. Right after
- * the lease, before the caller has the block. */
-SCRATCH_HIDDEN void scratch__tail_probe(struct tcache *tc, uint32_t id, bool zeroed, uint64_t from,
+ * (scratch__dense_measure); false, and nothing watched, when tc's list
+ * is full. Right after the lease, before the caller has the block. */
+SCRATCH_HIDDEN bool scratch__tail_probe(struct tcache *tc, uint32_t id, bool zeroed, uint64_t from,
                                         uint64_t to);
 
 /* pool_dense.c: should tc populate the new pages of a lease of size (of
  * its zeroed kind or not) rather than probe them? */
 SCRATCH_HIDDEN bool scratch__dense_populate(struct tcache *tc, bool zeroed, uint64_t size);
+/* pool_dense.c: may a probe of a lease of size (of its zeroed kind or
+ * not) have its new pages populated but for its last PROBE_WINDOW bytes,
+ * which alone it then measures? */
+#define PROBE_WINDOW (UINT64_C(128) << PAGE_SHIFT)
+SCRATCH_HIDDEN bool scratch__dense_speculate(const struct tcache *tc, bool zeroed, uint64_t size);
 /* pool_dense.c: the probe of block id, whose pages [from, size) were new
  * (page aligned from), has ended or lasted: count the pages it touched,
  * and set the verdict of its kind and band. */

@@ -116,16 +116,16 @@ static bool probe_evict(struct tcache *tc)
 	return true;
 }
 
-void scratch__tail_probe(struct tcache *tc, uint32_t id, bool zeroed, uint64_t from, uint64_t to)
+bool scratch__tail_probe(struct tcache *tc, uint32_t id, bool zeroed, uint64_t from, uint64_t to)
 {
 	struct blk *d = &g.blk[id];
 
 	if (tc->tag >= OWNER_TAIL || __atomic_load_n(&g.locked, __ATOMIC_RELAXED))
-		return;
+		return false;
 	/* only into the list's first half (the other stays for limited
 	 * leases), in the oldest probe's place when that half is full */
 	if (tc->ntails > TAIL_SLOTS / 2 || (tc->ntails == TAIL_SLOTS / 2 && !probe_evict(tc)))
-		return;
+		return false;
 	/* usable: the whole block, as unwatched */
 	d->next = (uint32_t)(g.cls_size[d->cls] >> PAGE_SHIFT);
 	d->owner = (uint16_t)(tc->tag | OWNER_TAIL);
@@ -135,6 +135,7 @@ void scratch__tail_probe(struct tcache *tc, uint32_t id, bool zeroed, uint64_t f
 	tc->tails[tc->ntails].to = to;
 	tc->tails[tc->ntails].at = tc->slow_leases;
 	tc->ntails++;
+	return true;
 }
 
 /* Measure probe slot i of tc. */
