@@ -50,6 +50,7 @@ static const struct conf_key keys[] = {
         KEY(reserve, CONF_SIZE, 1 * GIB, 16 * TIB, false),
         KEY(thp, CONF_BOOL, 0, 1, false),
         KEY(thp_dense, CONF_BOOL, 0, 1, false),
+        KEY(populate, CONF_BOOL, 0, 1, false),
         KEY(stats, CONF_BOOL, 0, 1, false),
         KEY(trace, CONF_BOOL, 0, 1, false),
         KEY(trace_frames, CONF_COUNT, 0, 16, false),
@@ -93,6 +94,8 @@ void scratch__conf_defaults(struct scratch__conf *conf)
 	        /* where the pages are written whole anyway (pool_dense.c): no
 	         * byte more resident, a fault a frame instead of 512 */
 	        .thp_dense = true,
+	        /* one trap a page costs more than one call for them all */
+	        .populate = true,
 	        .stats = true,
 	        .trace = true,
 	        .trace_frames = 8,

@@ -43,6 +43,8 @@ struct scratch__conf {
 	bool thp;              /* madvise(MADV_HUGEPAGE) on blocks >= 2 MiB */
 	bool thp_dense;        /* huge pages for the whole 2 MiB frames of leases
 	                        * populated because they are written whole */
+	bool populate;         /* populate a lease's new pages where its thread
+	                        * writes them whole (pool_dense.c) */
 	bool stats;            /* publish counters in the stats segment */
 	bool trace;            /* record growths in the segment's trace ring */
 	uint64_t trace_frames; /* call-site frames per growth record (0..16) */

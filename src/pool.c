@@ -132,23 +132,25 @@ static void populate_lease(char *p, uint64_t from, uint64_t size)
  * leases' new pages whole, else watch whether it does (pool_dense.c):
  * where a probe may speculate, populate all but its window, and watch
  * the window alone (when the thread's list has no room for the probe,
- * nothing is populated). Not with per_node: the pages are to be placed
- * by their writer. */
+ * nothing is populated). Not with per_node, nor with populate:false (the
+ * audit's launch mode): the pages are to be placed by their writer. */
 static void lease_new_pages(void *p, uint64_t from, uint64_t size, bool zeroed)
 {
 	struct tcache *tc = scratch__tls_tc;
 
-	if (!is_tc(tc) || from >= size || size - from < POPULATE_MIN || g.nodes > 1)
+	if (!is_tc(tc) || from >= size || size - from < POPULATE_MIN || g.nodes > 1 ||
+	    !g.conf.populate)
 		return;
 	if (scratch__dense_populate(tc, zeroed, size)) {
 		populate_lease(p, from, size);
-	} else if (size - from >= 4 * PROBE_WINDOW && scratch__dense_speculate(tc, zeroed, size)) {
+	} else if (size - from >= 4 * PROBE_WINDOW &&
+	           scratch__dense_speculate(tc, zeroed, size, size - PROBE_WINDOW - from)) {
 		uint64_t w = (size - PROBE_WINDOW) & ~(uint64_t)(PAGE_SIZE - 1);
 
-		if (scratch__tail_probe(tc, lent_block(p), zeroed, w, size))
+		if (scratch__tail_probe(tc, lent_block(p), zeroed, w, size, w - from))
 			populate_lease(p, from, w);
 	} else {
-		(void)scratch__tail_probe(tc, lent_block(p), zeroed, from, size);
+		(void)scratch__tail_probe(tc, lent_block(p), zeroed, from, size, 0);
 	}
 }
 

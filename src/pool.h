@@ -157,11 +157,12 @@ struct tcache {
 	uint32_t slow_calls;
 	/* pool_tail.c: its limited leases, each with its usable size (from)
 	 * and its count of slow-path leases at the lease; and its probes
-	 * (pool_dense.c: probe 1 + zeroed, the new pages [from, to)) */
+	 * (pool_dense.c: probe 1 + zeroed, the new pages [from, to), and
+	 * spec, the bytes populated before from while not yet seen written) */
 	struct {
 		uint32_t id;
 		uint8_t probe;
-		uint64_t from, to, at;
+		uint64_t from, to, at, spec;
 	} tails[TAIL_SLOTS];
 	uint32_t ntails;
 	uint64_t slow_leases; /* slow-path leases so far */
@@ -170,6 +171,10 @@ struct tcache {
 	 * verdicts populated or probed so far. */
 	uint32_t dense[2], dense_known[2];
 	uint32_t dense_leases;
+	/* pool_dense.c: bytes its probes populated but for their windows
+	 * (scratch__dense_speculate), of live probes not seen written yet,
+	 * and of probes that ended without their windows written */
+	uint64_t spec_live, spec_unwritten;
 	uint32_t nmarks;                      /* marks taken; the decay pass's alone */
 	struct decay_mark marks[DECAY_MARKS]; /* the newest DECAY_MARKS of them */
 	uint32_t remote_head __attribute__((aligned(SCRATCH_CACHELINE)));
@@ -523,28 +528,35 @@ SCRATCH_HIDDEN void scratch__tail_release(struct tcache *tc, uint32_t id);
 SCRATCH_HIDDEN void scratch__tail_forget(struct tcache *tc, uint32_t id);
 /* pool_tail.c: watch tc's lease of block id, whose pages [from, to) are
  * new (zeroed: a zeroed lease), until it ends, then measure them
- * (scratch__dense_measure); false, and nothing watched, when tc's list
- * is full. Right after the lease, before the caller has the block. */
+ * (scratch__dense_measure); spec: the bytes before from that the caller
+ * is to populate (a probe of its window alone, pool_dense.c), counted in
+ * tc's spec_live until the window is seen written. False, and nothing
+ * watched, when tc's list is full. Right after the lease, before the
+ * caller has the block. */
 SCRATCH_HIDDEN bool scratch__tail_probe(struct tcache *tc, uint32_t id, bool zeroed, uint64_t from,
-                                        uint64_t to);
+                                        uint64_t to, uint64_t spec);
 
 /* pool_dense.c: should tc populate the new pages of a lease of size (of
  * its zeroed kind or not) rather than probe them? */
 SCRATCH_HIDDEN bool scratch__dense_populate(struct tcache *tc, bool zeroed, uint64_t size);
 /* pool_dense.c: may a probe of a lease of size (of its zeroed kind or
- * not) have its new pages populated but for its last PROBE_WINDOW bytes,
- * which alone it then measures? */
+ * not) have bytes of its new pages populated, all but its last
+ * PROBE_WINDOW bytes, which alone it then measures? */
 #define PROBE_WINDOW (UINT64_C(128) << PAGE_SHIFT)
-SCRATCH_HIDDEN bool scratch__dense_speculate(const struct tcache *tc, bool zeroed, uint64_t size);
+SCRATCH_HIDDEN bool scratch__dense_speculate(const struct tcache *tc, bool zeroed, uint64_t size,
+                                             uint64_t bytes);
 /* pool_dense.c: the probe of block id, whose pages [from, size) were new
  * (page aligned from), has ended or lasted: count the pages it touched,
- * and set the verdict of its kind and band. */
-SCRATCH_HIDDEN void scratch__dense_measure(struct tcache *tc, uint32_t id, bool zeroed,
-                                           uint64_t from, uint64_t size);
+ * and set the verdict of its kind and band. Returns 1 written whole, 0
+ * not, -1 unknown (no verdict). */
+SCRATCH_HIDDEN int scratch__dense_measure(struct tcache *tc, uint32_t id, bool zeroed,
+                                          uint64_t from, uint64_t size);
 /* pool_dense.c: the probe of block id (as above) is still leased: if its
- * new pages are written whole already, its band is dense. */
-SCRATCH_HIDDEN void scratch__dense_peek(struct tcache *tc, uint32_t id, bool zeroed, uint64_t from,
-                                        uint64_t size);
+ * new pages are written whole already, its band is dense, and true. A
+ * probe without spec (populated bytes to account for) is not read when
+ * its band is known dense already: false. */
+SCRATCH_HIDDEN bool scratch__dense_peek(struct tcache *tc, uint32_t id, bool zeroed, uint64_t from,
+                                        uint64_t size, bool spec);
 
 /* pool_fork.c has no names of its own; the hooks it calls, in lock order: */
 SCRATCH_HIDDEN void scratch__init_prefork(void);

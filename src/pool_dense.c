@@ -48,10 +48,15 @@
  * their pages (a decode loop's first token: 35 ms against 131 on the
  * development VM), and a sparse writer pays at most one lease a band in
  * memory before the band is known sparse; its next leases are left as
- * they are. Zeroed leases (calloc's untouched pages are what a sparse user
+ * they are. A thread that holds such buffers unwritten, many at once (a
+ * pool of its own, sized for the worst case), would pay every one: its
+ * probes stop populating once SPECULATE_BUDGET of what they populated is
+ * live and not seen written, or ended unwritten (an evicted probe counts
+ * so). Zeroed leases (calloc's untouched pages are what a sparse user
  * counts on: numpy's zeros, a table's buckets), bands known sparse, and a
  * first lease past SPECULATE_MAX (held sparse, it would keep that much
- * memory for nothing) probe every page, as before.
+ * memory for nothing) probe every page, as before. With populate:false
+ * (the audit's launch mode) nothing is populated at all.
  *
  * Populating faults the pages on the allocating thread, so that with
  * per_node (two NUMA nodes or more) the pages would sit on its node, not
@@ -73,9 +78,15 @@
 #define WINDOWS 8
 _Static_assert(PROBE_WINDOW == (uint64_t)WINDOW << PAGE_SHIFT, "a window is what one call reads");
 /* The largest lease a probe in a band not measured yet populates but for
- * its window: the memory a first lease held and written sparsely may
- * cost (the bands known dense have no bound). */
-#define SPECULATE_MAX (UINT64_C(64) << 20)
+ * its window (the bands known dense have no bound); and what a thread's
+ * probes may have populated, of those live and not seen written yet and
+ * of those that ended with their windows not written, before it stops:
+ * what a thread that holds its buffers unwritten (a pool of its own,
+ * sized for the worst case) may cost in memory. A decode loop whose main
+ * thread takes a layer's buffers for its workers before any is written
+ * (table 1v of make bench) has 150-220 MiB of them live at once. */
+#define SPECULATE_MAX    (UINT64_C(64) << 20)
+#define SPECULATE_BUDGET (UINT64_C(256) << 20)
 
 /* The band of a request: bit floor(log2(size)) - 16, from 64 KiB. */
 static unsigned band(uint64_t size)
@@ -100,13 +111,14 @@ bool scratch__dense_populate(struct tcache *tc, bool zeroed, uint64_t size)
 	return ++tc->dense_leases % REPROBE_NEW != 0;
 }
 
-/* Plain leases only; a band known dense (a reprobe) always, one known
- * sparse never, one not measured yet up to SPECULATE_MAX. */
-bool scratch__dense_speculate(const struct tcache *tc, bool zeroed, uint64_t size)
+/* Plain leases only, within the thread's SPECULATE_BUDGET; a band known
+ * dense (a reprobe) always, one known sparse never, one not measured yet
+ * up to SPECULATE_MAX. */
+bool scratch__dense_speculate(const struct tcache *tc, bool zeroed, uint64_t size, uint64_t bytes)
 {
 	const uint32_t bit = UINT32_C(1) << band(size);
 
-	if (zeroed)
+	if (zeroed || tc->spec_live + tc->spec_unwritten + bytes > SPECULATE_BUDGET)
 		return false;
 	if (tc->dense_known[zeroed] & bit)
 		return (tc->dense[zeroed] & bit) != 0;
@@ -153,29 +165,32 @@ static int written_whole(uint32_t id, uint64_t from, uint64_t size)
 	return in * 8 >= seen * 7;
 }
 
-void scratch__dense_measure(struct tcache *tc, uint32_t id, bool zeroed, uint64_t from,
-                            uint64_t size)
+int scratch__dense_measure(struct tcache *tc, uint32_t id, bool zeroed, uint64_t from,
+                           uint64_t size)
 {
 	const uint32_t bit = UINT32_C(1) << band(size);
 	int whole = written_whole(id, from, size);
 
 	if (whole < 0)
-		return; /* no verdict */
+		return -1; /* no verdict */
 	tc->dense_known[zeroed] |= bit;
 	if (whole)
 		tc->dense[zeroed] |= bit;
 	else
 		tc->dense[zeroed] &= ~bit;
+	return whole;
 }
 
-void scratch__dense_peek(struct tcache *tc, uint32_t id, bool zeroed, uint64_t from, uint64_t size)
+bool scratch__dense_peek(struct tcache *tc, uint32_t id, bool zeroed, uint64_t from, uint64_t size,
+                         bool spec)
 {
 	const uint32_t bit = UINT32_C(1) << band(size);
 
-	if (tc->dense_known[zeroed] & tc->dense[zeroed] & bit)
-		return; /* nothing to learn */
-	if (written_whole(id, from, size) == 1) {
-		tc->dense_known[zeroed] |= bit;
-		tc->dense[zeroed] |= bit;
-	}
+	if (!spec && (tc->dense_known[zeroed] & tc->dense[zeroed] & bit))
+		return false; /* nothing to learn */
+	if (written_whole(id, from, size) != 1)
+		return false;
+	tc->dense_known[zeroed] |= bit;
+	tc->dense[zeroed] |= bit;
+	return true;
 }

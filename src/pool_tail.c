@@ -93,7 +93,36 @@ void scratch__tail_mark(struct tcache *tc, uint32_t id, uint64_t size)
 	tc->tails[tc->ntails].probe = 0;
 	tc->tails[tc->ntails].from = from;
 	tc->tails[tc->ntails].at = tc->slow_leases;
+	tc->tails[tc->ntails].spec = 0;
 	tc->ntails++;
+}
+
+/* Probe slot i of tc is seen written whole (written 1), or ends without
+ * (0), or with no verdict (-1): the bytes populated for it leave tc's
+ * spec_live, and count in spec_unwritten unless it was written. */
+static void probe_spec_done(struct tcache *tc, unsigned i, int written)
+{
+	uint64_t spec = tc->tails[i].spec;
+
+	if (spec == 0)
+		return;
+	tc->spec_live -= spec;
+	if (written != 1)
+		tc->spec_unwritten += spec;
+	tc->tails[i].spec = 0;
+}
+
+/* Peek at live probe slot i of tc (scratch__dense_peek); a speculative
+ * one seen written leaves tc's spec_live. Returns whether it was. */
+static bool probe_peek(struct tcache *tc, unsigned i)
+{
+	bool written =
+	        scratch__dense_peek(tc, tc->tails[i].id, tc->tails[i].probe == 2, tc->tails[i].from,
+	                            tc->tails[i].to, tc->tails[i].spec != 0);
+
+	if (written)
+		probe_spec_done(tc, i, 1);
+	return written;
 }
 
 /* Make room for a probe in tc's full first half: its oldest probe leaves
@@ -110,13 +139,14 @@ static bool probe_evict(struct tcache *tc)
 			old = i;
 	if (old == TAIL_SLOTS)
 		return false;
-	scratch__dense_peek(tc, tc->tails[old].id, tc->tails[old].probe == 2, tc->tails[old].from,
-	                    tc->tails[old].to);
+	if (!probe_peek(tc, old))
+		probe_spec_done(tc, old, 0); /* leaves unwritten, as far as we know */
 	tc->tails[old] = tc->tails[--tc->ntails];
 	return true;
 }
 
-bool scratch__tail_probe(struct tcache *tc, uint32_t id, bool zeroed, uint64_t from, uint64_t to)
+bool scratch__tail_probe(struct tcache *tc, uint32_t id, bool zeroed, uint64_t from, uint64_t to,
+                         uint64_t spec)
 {
 	struct blk *d = &g.blk[id];
 
@@ -134,6 +164,8 @@ bool scratch__tail_probe(struct tcache *tc, uint32_t id, bool zeroed, uint64_t f
 	tc->tails[tc->ntails].from = from;
 	tc->tails[tc->ntails].to = to;
 	tc->tails[tc->ntails].at = tc->slow_leases;
+	tc->tails[tc->ntails].spec = spec;
+	tc->spec_live += spec;
 	tc->ntails++;
 	return true;
 }
@@ -141,8 +173,9 @@ bool scratch__tail_probe(struct tcache *tc, uint32_t id, bool zeroed, uint64_t f
 /* Measure probe slot i of tc. */
 static void probe_measure(struct tcache *tc, unsigned i)
 {
-	scratch__dense_measure(tc, tc->tails[i].id, tc->tails[i].probe == 2, tc->tails[i].from,
-	                       tc->tails[i].to);
+	probe_spec_done(tc, i,
+	                scratch__dense_measure(tc, tc->tails[i].id, tc->tails[i].probe == 2,
+	                                       tc->tails[i].from, tc->tails[i].to));
 }
 
 /* Take block id off tc's list, if it is there; a probe is measured: its
@@ -221,8 +254,7 @@ void scratch__tail_check(struct tcache *tc)
 		if (age < TAIL_AFTER) {
 			/* a live probe, at its 1st, 2nd, 4th, ... lease after */
 			if (tc->tails[i].probe && (age & (age - 1)) == 0)
-				scratch__dense_peek(tc, tc->tails[i].id, tc->tails[i].probe == 2,
-				                    tc->tails[i].from, tc->tails[i].to);
+				(void)probe_peek(tc, i);
 			i++;
 			continue;
 		}

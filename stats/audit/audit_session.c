@@ -514,25 +514,44 @@ static unsigned ring_pages(void)
 	return n;
 }
 
-/*
- * A short command's segment would be gone (its destructors unlink it)
- * before a poll found it: ask the command to keep it (keep_segment:true
- * added to SCRATCH_CONF, unless the user set keep_segment), and remove it
- * at the end, in audit_close().
- */
-static int keep_segments(struct audit *a)
+/* Add key:value to SCRATCH_CONF unless the user set key (whose choice
+ * stands). Returns whether it was added, or -errno. */
+static int conf_add(const char *key, const char *value)
 {
 	const char *conf = getenv("SCRATCH_CONF");
 	char buf[4096];
 
-	if (conf != NULL && strstr(conf, "keep_segment") != NULL)
-		return 0; /* the user's choice stands */
-	snprintf(buf, sizeof(buf), "%s%skeep_segment:true", conf != NULL ? conf : "",
-	         conf != NULL && *conf != '\0' ? "," : "");
+	if (conf != NULL && strstr(conf, key) != NULL)
+		return 0;
+	if ((size_t)snprintf(buf, sizeof(buf), "%s%s%s:%s", conf != NULL ? conf : "",
+	                     conf != NULL && *conf != '\0' ? "," : "", key, value) >= sizeof(buf))
+		return -E2BIG;
 	if (setenv("SCRATCH_CONF", buf, 1) != 0)
 		return -errno;
-	a->unlink_segs = true;
-	return 0;
+	return 1;
+}
+
+/*
+ * The command's configuration for the audit, in SCRATCH_CONF, each unless
+ * the user set it:
+ * - a short command's segment would be gone (its destructors unlink it)
+ *   before a poll found it: ask the command to keep it (keep_segment:true),
+ *   and remove it at the end, in audit_close();
+ * - the pools populate the new pages of a thread that writes its buffers
+ *   whole, on the thread that takes them, where the audit would see
+ *   neither the fault nor the thread that writes: populate:false leaves
+ *   each page to its first writer, as the pools do on a machine of two
+ *   nodes or more, so that the first touches are the program's own.
+ */
+static int audit_conf(struct audit *a)
+{
+	int rc = conf_add("keep_segment", "true");
+
+	if (rc < 0)
+		return rc;
+	a->unlink_segs = rc == 1;
+	rc = conf_add("populate", "false");
+	return rc < 0 ? rc : 0;
 }
 
 /* Remove the segments the command kept for us: its pid's, made since the
@@ -620,9 +639,10 @@ int audit_launch(char *const argv[], const struct audit_opts *o, audit_t **ret, 
 		audit_close(a);
 		return text_fail(err, errlen, errno, "setenv: %s", strerror(errno));
 	}
-	if (keep_segments(a) != 0) {
+	rc = audit_conf(a);
+	if (rc != 0) {
 		audit_close(a);
-		return text_fail(err, errlen, ENOMEM, "setenv: %s", strerror(errno));
+		return text_fail(err, errlen, -rc, "SCRATCH_CONF: %s", strerror(-rc));
 	}
 	rc = faults_probe(ferr, sizeof(ferr));
 	fo.ring_pages = ring_pages();

@@ -40,7 +40,8 @@ START_TEST(test_defaults)
 	ck_assert(c.enabled);
 	ck_assert_uint_eq(c.min_size, 64 << 10);
 	ck_assert_uint_eq(c.max_size, 1 << 30);
-	ck_assert(c.stats && c.trace && !c.thp && c.thp_dense && c.inherit && !c.keep_segment);
+	ck_assert(c.stats && c.trace && !c.thp && c.thp_dense && c.populate && c.inherit &&
+	          !c.keep_segment);
 	ck_assert(!c.verbose);
 	/* jemalloc's figures: lg_extent_max_active_fit 6 and dirty_decay_ms */
 	ck_assert_uint_eq(c.max_fit, 64);
@@ -59,7 +60,8 @@ START_TEST(test_good_values)
 	ck_assert_int_eq(parse("min_size:128K,max_size:2G,cache_count:3,cache_bytes:1MiB,"
 	                       "enabled:false,stats:off,trace:no,trace_frames:4,keep_segment:yes,"
 	                       "depot_bytes:0,reserve:1T,trace_ring:1024,max_threads:7,inherit:0,"
-	                       "verbose:on,max_fit:1,decay_ms:0,decay_thread:off,lend:no",
+	                       "verbose:on,max_fit:1,decay_ms:0,decay_thread:off,lend:no,"
+	                       "populate:false",
 	                       &c, &w),
 	                 0);
 	ck_assert_uint_eq(c.min_size, 128 << 10);
@@ -77,6 +79,7 @@ START_TEST(test_good_values)
 	ck_assert_uint_eq(c.decay_ms, 0);
 	ck_assert(!c.decay_thread);
 	ck_assert(!c.lend);
+	ck_assert(!c.populate);
 	ck_assert_int_eq(w.n, 0);
 	ck_assert_int_eq(parse("max_fit:4096,decay_ms:2147483648", &c, &w), 0);
 	ck_assert_uint_eq(c.max_fit, 4096);

@@ -465,6 +465,55 @@ START_TEST(test_first_lease_populated_but_its_window)
 }
 END_TEST
 
+/* A thread that holds its large buffers unwritten (a pool of its own,
+ * sized for the worst case) gets at most 256 MiB of them populated: 24
+ * fresh leases of 16 MiB, none written, each taken while the others are
+ * live; the first comes populated but for its window, and those past the
+ * budget come untouched. Freed unwritten, they keep counting: the next
+ * fresh lease comes untouched too. */
+struct budget_case {
+	size_t resident, first_resident, after_resident;
+};
+
+static void *budget_case_run(void *arg)
+{
+	struct budget_case *c = arg;
+	char *held[24];
+
+	for (int i = 0; i < 24; i++) {
+		held[i] = scratch_acquire(16 * MIB);
+		ck_assert_ptr_nonnull(held[i]);
+	}
+	c->first_resident = resident_pages(held[0], 16 * MIB);
+	for (int i = 0; i < 24; i++)
+		c->resident += resident_pages(held[i], 16 * MIB);
+	for (int i = 0; i < 24; i++)
+		scratch_release(held[i]);
+	scratch_trim();
+	held[0] = scratch_acquire(16 * MIB);
+	ck_assert_ptr_nonnull(held[0]);
+	c->after_resident = resident_pages(held[0], 16 * MIB);
+	scratch_release(held[0]);
+	scratch_trim();
+	return NULL;
+}
+
+START_TEST(test_unwritten_probes_budget)
+{
+	struct budget_case c = {0, 0, 0};
+
+	if (!kernel_populates()) {
+		fprintf(stderr, "%s: no MADV_POPULATE_WRITE: not checked\n", __func__);
+		return;
+	}
+	in_fresh_thread(budget_case_run, &c);
+	ck_assert_uint_eq(c.first_resident, 16 * MIB / 4096 - 128);
+	ck_assert_uint_gt(c.resident, 16 * MIB / 4096);
+	ck_assert_uint_le(c.resident, 256 * MIB / 4096);
+	ck_assert_uint_eq(c.after_resident, 0);
+}
+END_TEST
+
 /* A thread that writes its leases whole takes its block back, from its
  * own class's bin, for a longer request than the block's earlier leases
  * wrote: the pages past them come populated (all 320 resident before the
@@ -1004,6 +1053,7 @@ Suite *pool_suite(void)
 	tcase_add_test(tc, test_zeroed_growth_populates);
 	tcase_add_test(tc, test_fresh_populated_when_written_whole);
 	tcase_add_test(tc, test_first_lease_populated_but_its_window);
+	tcase_add_test(tc, test_unwritten_probes_budget);
 	tcase_add_test(tc, test_longer_lease_of_own_block_populated);
 	tcase_add_test(tc, test_live_probe_written_whole_decides);
 	tcase_add_test(tc, test_held_sparse_probes_make_room);
