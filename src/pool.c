@@ -122,8 +122,15 @@ static void populate_lease(char *p, uint64_t from, uint64_t size)
 		populate(p + from, size - from);
 		return;
 	}
+	/* the pages beside the frames first: a mapping's first fault gives it
+	 * its anon_vma, and one that came after the mark split the mapping
+	 * would give each part its own, which never merge back */
+	if (lo > from)
+		populate(p + from, lo - from);
+	if (size > hi)
+		populate(p + hi, size - hi);
 	scratch__os_hugepage(p + lo, hi - lo, true);
-	populate(p + from, size - from);
+	populate(p + lo, hi - lo);
 	scratch__os_hugepage(p + lo, hi - lo, false);
 }
 
