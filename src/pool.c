@@ -144,21 +144,26 @@ static void populate_lease(char *p, uint64_t from, uint64_t size)
 static void lease_new_pages(void *p, uint64_t from, uint64_t size, bool zeroed)
 {
 	struct tcache *tc = scratch__tls_tc;
+	uint32_t id;
+	uint64_t w;
 
 	if (!is_tc(tc) || from >= size || size - from < POPULATE_MIN || g.nodes > 1 ||
 	    !g.conf.populate)
 		return;
 	if (scratch__dense_populate(tc, zeroed, size)) {
 		populate_lease(p, from, size);
-	} else if (size - from >= 4 * PROBE_WINDOW &&
-	           scratch__dense_speculate(tc, zeroed, size, size - PROBE_WINDOW - from)) {
-		uint64_t w = (size - PROBE_WINDOW) & ~(uint64_t)(PAGE_SIZE - 1);
-
-		if (scratch__tail_probe(tc, lent_block(p), zeroed, w, size, w - from))
-			populate_lease(p, from, w);
-	} else {
-		(void)scratch__tail_probe(tc, lent_block(p), zeroed, from, size, 0);
+		return;
 	}
+	id = lent_block(p);
+	/* the window: the last PROBE_WINDOW bytes of a lease of 4 or more */
+	w = size - from >= 4 * PROBE_WINDOW ? (size - PROBE_WINDOW) & ~(uint64_t)(PAGE_SIZE - 1)
+	                                    : from;
+	if (w > from && scratch__dense_speculate(tc, zeroed, size, w - from)) {
+		if (scratch__tail_probe(tc, id, zeroed, w, size, w - from))
+			populate_lease(p, from, w);
+		return;
+	}
+	(void)scratch__tail_probe(tc, id, zeroed, from, size, 0);
 }
 
 /* A plain lease on the slow path. A growing realloc fills the first
