@@ -1120,8 +1120,8 @@ CAPTIONS = {
     "engines": """\
 
 6. Real engines (issue 25): engines users run, under every allocator, over $rounds interleaved
-   rounds (each in a new order; PyTorch and numpy, one thread each, pinned to one CPU as
-   PyTorch's CPU guides run them, unless ENGINE_PIN=no): eager PyTorch CPU decoding of a small GPT-style model whose
+   rounds (each in a new order; PyTorch and numpy $engine_pin):
+   eager PyTorch CPU decoding of a small GPT-style model whose
    K/V caches grow by torch.cat every token (batch 1 and 4, a short decode, and batch 1 for
    $torch_long_tokens tokens in the longer row, where glibc alone trims and regrows its heap),
    numpy elementwise expressions over 64 MiB arrays, and an ONNX Runtime decode loop
@@ -1177,6 +1177,7 @@ def caption(res, key):
         settings.setdefault(name, "(not recorded)")
     settings.setdefault("pair_peers", "1")  # before, the pairs were with the best peer alone
     settings.setdefault("vrounds", settings.get("rounds", ""))  # before, table 1v ran $rounds
+    settings.setdefault("engine_pin", "(where they ran is not recorded)")
     try:
         return string.Template(CAPTIONS[key]).substitute(settings)
     except KeyError as e:

@@ -90,6 +90,12 @@ vargs="--vary --tokens $vtokens --layers $vlayers --warmup $vwarmup"
 vrounds=$((rounds * 3))
 churn_steps=${BENCH_CHURN_STEPS:-2000}
 engine_tokens=${BENCH_ENGINE_TOKENS:-24} # table 6: see engine_args
+# where bench/engine runs PyTorch and numpy (its ENGINE_PIN), for the caption
+if [ "${ENGINE_PIN:-yes}" != no ] && [ "${ENGINE_THREADS:-1}" = 1 ]; then
+	engine_pin="pinned to one CPU as PyTorch's CPU guides run them"
+else
+	engine_pin="where the scheduler put them (ENGINE_PIN=no or more threads)"
+fi
 prounds=${BENCH_PAIRS:-$((rounds * 2))} # table 6: the shim and the best peers in adjacent runs
 pair_peers=${BENCH_PAIR_PEERS:-2}       # table 6: with how many of the rounds' best peers
 # The audit at scale: a host of BENCH_SCALE_FILE_GIB of file mapping and
@@ -279,6 +285,7 @@ set ort_long_steps $((engine_tokens * 8))
 set torch_long_tokens $((engine_tokens * 25 / 2))
 set prounds $prounds
 set pair_peers $pair_peers
+set engine_pin $engine_pin
 EOF
 report header
 
